@@ -1,0 +1,190 @@
+"""CONSOLE_* settings, read from the environment and validated at start-up."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+log = logging.getLogger(__name__)
+
+
+class ConfigError(ValueError):
+    """A setting is invalid; the message names the variable."""
+
+
+def _positive_int(name: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+    if value < 1:
+        raise ConfigError(f"{name} must be at least 1, got {value}")
+    return value
+
+
+def _non_negative_float(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if value < 0 or value != value:
+        raise ConfigError(f"{name} must not be negative, got {raw!r}")
+    return value
+
+
+def _positive_float(name: str, raw: str) -> float:
+    value = _non_negative_float(name, raw)
+    if value == 0:
+        raise ConfigError(f"{name} must be greater than 0, got {raw!r}")
+    return value
+
+
+def _boolean(name: str, raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise ConfigError(f"{name} must be 1/0, true/false, yes/no or on/off, got {raw!r}")
+
+
+def _string(name: str, raw: str) -> str:
+    if not raw.strip():
+        raise ConfigError(f"{name} must not be empty")
+    return raw.strip()
+
+
+def _database_url(name: str, raw: str) -> str:
+    scheme = urlsplit(raw).scheme
+    if not scheme.startswith(("sqlite", "postgresql")):
+        raise ConfigError(f"{name} must be a sqlite:// or postgresql:// URL, got scheme {scheme!r}")
+    if scheme in ("postgresql", "postgres"):
+        raw = "postgresql+psycopg" + raw[len(scheme) :]
+    return raw
+
+
+def _smtp_url(name: str, raw: str) -> str:
+    parts = urlsplit(raw)
+    if parts.scheme not in ("smtp", "smtps"):
+        raise ConfigError(f"{name} must start with smtp:// or smtps://, got {raw.split(':')[0]!r}")
+    if not parts.hostname:
+        raise ConfigError(f"{name} must name a host, e.g. smtp://127.0.0.1:1025")
+    try:
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        raise ConfigError(f"{name} has an invalid port") from None
+    return raw
+
+
+def _domain(name: str, raw: str) -> str:
+    value = _string(name, raw)
+    if any(c in value for c in "<>@ \r\n\t") or "." not in value:
+        raise ConfigError(f"{name} must be a domain name like mail.example.com, got {raw!r}")
+    return value
+
+
+def _mailbox(name: str, raw: str) -> str:
+    value = _string(name, raw)
+    if "\r" in value or "\n" in value or "@" not in value:
+        raise ConfigError(f"{name} must be an address like 'Shop <noreply@example.com>'")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Every setting of the product, with the environment variable it comes from."""
+
+    database_url: str
+    secret_key: str
+    smtp_url: str = "smtp://127.0.0.1:1025"
+    smtp_connections: int = 1
+    smtp_timeout_seconds: float = 30.0
+    poll_seconds: float = 1.0
+    batch_size: int = 50
+    lease_seconds: float = 300.0
+    retry_base_seconds: float = 30.0
+    retry_cap_seconds: float = 3600.0
+    retry_floor_seconds: float = 5.0
+    max_attempts: int = 8
+    max_age_seconds: float = 86400.0
+    message_id_domain: str = "outbox.localhost"
+    mail_from: str = "Outbox Console <noreply@outbox.localhost>"
+    max_params_bytes: int = 65536
+    eligibility_module: str | None = None
+    cookie_secure: bool = False
+
+
+# variable name -> (field, parser)
+_PARSERS = {
+    "CONSOLE_DATABASE_URL": ("database_url", _database_url),
+    "CONSOLE_SECRET_KEY": ("secret_key", _string),
+    "CONSOLE_SMTP_URL": ("smtp_url", _smtp_url),
+    "CONSOLE_SMTP_CONNECTIONS": ("smtp_connections", _positive_int),
+    "CONSOLE_SMTP_TIMEOUT_SECONDS": ("smtp_timeout_seconds", _positive_float),
+    "CONSOLE_POLL_SECONDS": ("poll_seconds", _positive_float),
+    "CONSOLE_BATCH_SIZE": ("batch_size", _positive_int),
+    "CONSOLE_LEASE_SECONDS": ("lease_seconds", _positive_float),
+    "CONSOLE_RETRY_BASE_SECONDS": ("retry_base_seconds", _positive_float),
+    "CONSOLE_RETRY_CAP_SECONDS": ("retry_cap_seconds", _positive_float),
+    "CONSOLE_RETRY_FLOOR_SECONDS": ("retry_floor_seconds", _non_negative_float),
+    "CONSOLE_MAX_ATTEMPTS": ("max_attempts", _positive_int),
+    "CONSOLE_MAX_AGE_SECONDS": ("max_age_seconds", _positive_float),
+    "CONSOLE_MESSAGE_ID_DOMAIN": ("message_id_domain", _domain),
+    "CONSOLE_MAIL_FROM": ("mail_from", _mailbox),
+    "CONSOLE_MAX_PARAMS_BYTES": ("max_params_bytes", _positive_int),
+    "CONSOLE_ELIGIBILITY_MODULE": ("eligibility_module", _string),
+    "CONSOLE_COOKIE_SECURE": ("cookie_secure", _boolean),
+}
+
+
+def _persisted_secret(instance_path: Path) -> str:
+    """Read the local secret key from the instance folder, creating it once."""
+    key_file = instance_path / "secret_key"
+    if key_file.exists():
+        return key_file.read_text().strip()
+    instance_path.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_hex(32)
+    key_file.write_text(key + "\n")
+    key_file.chmod(0o600)
+    return key
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None,
+    *,
+    instance_path: str | os.PathLike[str],
+) -> Settings:
+    """Build Settings from CONSOLE_* variables; raise ConfigError naming a bad one.
+
+    Without CONSOLE_DATABASE_URL the database is a SQLite file in the instance
+    folder, and without CONSOLE_SECRET_KEY a key is generated and kept there too.
+    """
+    environ = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    for variable, (field, parse) in _PARSERS.items():
+        raw = environ.get(variable)
+        if raw is not None and (raw.strip() or variable == "CONSOLE_COOKIE_SECURE"):
+            values[field] = parse(variable, raw)
+    instance = Path(instance_path)
+    uses_default_database = "database_url" not in values
+    if uses_default_database:
+        instance.mkdir(parents=True, exist_ok=True)
+        values["database_url"] = f"sqlite:///{instance / 'console.db'}"
+    if "secret_key" not in values:
+        if uses_default_database:
+            values["secret_key"] = _persisted_secret(instance)
+        else:
+            log.warning(
+                "CONSOLE_SECRET_KEY is not set: using a random key for this process only; "
+                "sessions will not survive a restart or be shared between processes"
+            )
+            values["secret_key"] = secrets.token_hex(32)
+    settings = Settings(**values)  # type: ignore[arg-type]
+    if settings.retry_floor_seconds > settings.retry_cap_seconds:
+        raise ConfigError("CONSOLE_RETRY_FLOOR_SECONDS must not exceed CONSOLE_RETRY_CAP_SECONDS")
+    return settings

@@ -1,0 +1,303 @@
+"""The tables of the product and their vocabularies (DESIGN §9).
+
+Models are plain SQLAlchemy declarative classes, so application code can use
+them with a plain ``Session`` and no Flask app context.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+PENDING = "pending"
+SENDING = "sending"
+SUBMITTED = "submitted"
+AMBIGUOUS = "ambiguous"
+FAILED = "failed"
+DEAD = "dead"
+EXPIRED = "expired"
+SUPPRESSED = "suppressed"
+CANCELLED = "cancelled"
+STATUSES = (PENDING, SENDING, SUBMITTED, AMBIGUOUS, FAILED, DEAD, EXPIRED, SUPPRESSED, CANCELLED)
+TERMINAL_STATUSES = (SUBMITTED, FAILED, DEAD, EXPIRED, SUPPRESSED, CANCELLED)
+REQUEUEABLE_STATUSES = (FAILED, DEAD, AMBIGUOUS, EXPIRED, CANCELLED)
+
+CRITICAL = "critical"
+BULK = "bulk"
+LANES = (CRITICAL, BULK)  # claim order: critical first
+
+ROLES = ("viewer", "operator", "admin")
+
+ID = BigInteger().with_variant(Integer, "sqlite")
+
+
+def utcnow() -> dt.datetime:
+    """Return the current time, timezone-aware, in UTC."""
+    return dt.datetime.now(dt.UTC)
+
+
+class UTCDateTime(TypeDecorator):
+    """A timestamp stored in UTC and always read back timezone-aware.
+
+    A naive value is taken to be UTC already. SQLite stores the naive UTC text.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        value = value.astimezone(dt.UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=dt.UTC)
+        return value.astimezone(dt.UTC)
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(
+        naming_convention={
+            "ix": "ix_%(column_0_label)s",
+            "uq": "uq_%(table_name)s_%(column_0_name)s",
+            "ck": "ck_%(table_name)s_%(constraint_name)s",
+            "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+            "pk": "pk_%(table_name)s",
+        }
+    )
+
+
+class Intent(Base):
+    """One logical email, created in the business transaction."""
+
+    __tablename__ = "email_intent"
+
+    id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
+    idempotency_key: Mapped[str] = mapped_column(String(255), unique=True)
+    message_id: Mapped[str] = mapped_column(String(255), unique=True)
+    event: Mapped[str | None] = mapped_column(String(255))
+    recipient: Mapped[str] = mapped_column(String(320))
+    template: Mapped[str] = mapped_column(String(100))
+    template_version: Mapped[int] = mapped_column(Integer, server_default=text("1"))
+    params: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(20), server_default=PENDING)
+    status_reason: Mapped[str | None] = mapped_column(Text)
+    lane: Mapped[str] = mapped_column(String(20), server_default=BULK)
+    purpose: Mapped[str | None] = mapped_column(String(100))
+    locale: Mapped[str | None] = mapped_column(String(35))
+    attempt_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    next_attempt_at: Mapped[dt.datetime] = mapped_column(
+        UTCDateTime, server_default=func.current_timestamp()
+    )
+    created_at: Mapped[dt.datetime] = mapped_column(
+        UTCDateTime, server_default=func.current_timestamp()
+    )
+    updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    lease_token: Mapped[str | None] = mapped_column(String(64))
+    lease_expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    submitted_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    provider_message_id: Mapped[str | None] = mapped_column(String(255))
+    delivered_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    bounced_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    bounce_type: Mapped[str | None] = mapped_column(String(20))
+    bounce_diagnostic: Mapped[str | None] = mapped_column(Text)
+    complained_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    params_scrubbed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        CheckConstraint(_in("status", STATUSES), name="status"),
+        CheckConstraint(_in("lane", LANES), name="lane"),
+        Index("ix_email_intent_claim", "status", "lane", "next_attempt_at"),
+        Index("ix_email_intent_status_lane_created", "status", "lane", "created_at"),
+        Index("ix_email_intent_lease", "status", "lease_expires_at"),
+        Index("ix_email_intent_created_at", "created_at"),
+        Index("ix_email_intent_event", "event", postgresql_ops={"event": "varchar_pattern_ops"}),
+        Index(
+            "ix_email_intent_key_prefix",
+            "idempotency_key",
+            postgresql_ops={"idempotency_key": "varchar_pattern_ops"},
+        ),
+        Index("ix_email_intent_recipient", "recipient"),
+        Index("ix_email_intent_provider_message_id", "provider_message_id"),
+    )
+
+    def __repr__(self) -> str:
+        return f"<Intent {self.id} {self.idempotency_key!r} {self.status}>"
+
+
+class Attempt(Base):
+    """One try of a worker to hand an intent to the transport."""
+
+    __tablename__ = "email_attempt"
+
+    id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
+    intent_id: Mapped[int] = mapped_column(ForeignKey("email_intent.id", ondelete="CASCADE"))
+    attempt_number: Mapped[int] = mapped_column(Integer)
+    lease_token: Mapped[str] = mapped_column(String(64))
+    worker_id: Mapped[str | None] = mapped_column(String(100))
+    # claimed -> connecting -> envelope -> data_sent -> reply_read
+    stage: Mapped[str] = mapped_column(String(20), server_default="claimed")
+    started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    outcome: Mapped[str | None] = mapped_column(String(20))
+    reply_code: Mapped[int | None] = mapped_column(Integer)
+    enhanced_status: Mapped[str | None] = mapped_column(String(20))
+    reply_text: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    provider_message_id: Mapped[str | None] = mapped_column(String(255))
+    duration_ms: Mapped[int | None] = mapped_column(Integer)
+
+    __table_args__ = (
+        Index("ix_email_attempt_intent_id", "intent_id"),
+        Index("ix_email_attempt_provider_message_id", "provider_message_id"),
+        Index("ix_email_attempt_started_at", "started_at"),
+    )
+
+
+class ProviderEvent(Base):
+    """A fact reported by the provider after acceptance, stored as received."""
+
+    __tablename__ = "provider_event"
+
+    id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
+    source: Mapped[str] = mapped_column(String(50))
+    source_event_id: Mapped[str] = mapped_column(String(255))
+    event_type: Mapped[str] = mapped_column(String(30))
+    bounce_type: Mapped[str | None] = mapped_column(String(20))
+    recipient: Mapped[str | None] = mapped_column(String(320))
+    diagnostic: Mapped[str | None] = mapped_column(Text)
+    provider_message_id: Mapped[str | None] = mapped_column(String(255))
+    message_id: Mapped[str | None] = mapped_column(String(255))
+    intent_id: Mapped[int | None] = mapped_column(
+        ForeignKey("email_intent.id", ondelete="SET NULL")
+    )
+    attempt_id: Mapped[int | None] = mapped_column(
+        ForeignKey("email_attempt.id", ondelete="SET NULL")
+    )
+    occurred_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    received_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    matched_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+    __table_args__ = (
+        UniqueConstraint("source", "source_event_id", name="uq_provider_event_source_event"),
+        Index("ix_provider_event_provider_message_id", "provider_message_id"),
+        Index("ix_provider_event_message_id", "message_id"),
+        Index("ix_provider_event_intent_id", "intent_id"),
+        Index("ix_provider_event_unmatched", "matched_at", "received_at"),
+        Index("ix_provider_event_received_at", "received_at"),
+    )
+
+
+class Suppression(Base):
+    """An address that must not receive mail."""
+
+    __tablename__ = "suppression"
+
+    id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
+    recipient: Mapped[str] = mapped_column(String(320), unique=True)  # lower-cased
+    reason: Mapped[str] = mapped_column(String(30))  # bounce | complaint | manual
+    note: Mapped[str | None] = mapped_column(Text)
+    source_event_id: Mapped[int | None] = mapped_column(
+        ForeignKey("provider_event.id", ondelete="SET NULL")
+    )
+    created_by: Mapped[str | None] = mapped_column(String(100))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+
+
+class OperatorUser(Base):
+    """A person who logs in to the console."""
+
+    __tablename__ = "operator_user"
+
+    id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
+    username: Mapped[str] = mapped_column(String(100), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    role: Mapped[str] = mapped_column(String(20))
+    active: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    last_login_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (CheckConstraint(_in("role", ROLES), name="role"),)
+
+    # Flask-Login protocol
+    @property
+    def is_active(self) -> bool:
+        return bool(self.active)
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def is_anonymous(self) -> bool:
+        return False
+
+    def get_id(self) -> str:
+        return str(self.id)
+
+
+class AuditEntry(Base):
+    """One operator action: who, what, when, before and after."""
+
+    __tablename__ = "audit_entry"
+
+    id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
+    actor: Mapped[str] = mapped_column(String(100))
+    action: Mapped[str] = mapped_column(String(50))
+    intent_id: Mapped[int | None] = mapped_column(
+        ForeignKey("email_intent.id", ondelete="SET NULL")
+    )
+    target: Mapped[str | None] = mapped_column(String(320))
+    reason: Mapped[str | None] = mapped_column(Text)
+    before_status: Mapped[str | None] = mapped_column(String(20))
+    after_status: Mapped[str | None] = mapped_column(String(20))
+    details: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        Index("ix_audit_entry_intent_id", "intent_id"),
+        Index("ix_audit_entry_created_at", "created_at"),
+    )
+
+
+class WorkerHeartbeat(Base):
+    """The last tick of each worker, so any process can tell whether workers run."""
+
+    __tablename__ = "worker_heartbeat"
+
+    worker_id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    host: Mapped[str | None] = mapped_column(String(255))
+    pid: Mapped[int | None] = mapped_column(Integer)
+    started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    last_tick_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)

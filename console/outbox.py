@@ -1,0 +1,238 @@
+"""The application's door: enqueue an email intent inside a business transaction."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import re
+import uuid
+from email.header import decode_header
+from typing import Any
+from urllib.parse import unquote
+
+from email_validator import EmailNotValidError, validate_email
+from sqlalchemy import event as sa_event
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from console import wakeup
+from console.config import Settings
+from console.models import LANES, PENDING, SUPPRESSED, Intent, Suppression, utcnow
+from console.render import TemplateCatalog, TemplateError, default_catalog
+
+MAX_KEY_LENGTH = 255
+MAX_EVENT_LENGTH = 255
+_WAKE_FLAG = "console.outbox.wake"
+_LINE_BREAKS = re.compile(r"[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_ENCODED_BREAK = re.compile(r"%0[ad]|=0[ad]|&#(?:x0*[ad]|0*1[03]);|\\[rn]", re.IGNORECASE)
+
+
+class InvalidIntent(ValueError):
+    """The intent cannot be enqueued; the message says why. Nothing was stored."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OutboxOptions:
+    message_id_domain: str = Settings.message_id_domain
+    max_params_bytes: int = Settings.max_params_bytes
+
+
+_options: OutboxOptions | None = None
+
+
+def configure(settings: Settings) -> None:
+    """Use these settings for Message-IDs and the params size limit."""
+    global _options
+    _options = OutboxOptions(settings.message_id_domain, settings.max_params_bytes)
+
+
+def _current_options() -> OutboxOptions:
+    if _options is not None:
+        return _options
+    domain = os.environ.get("CONSOLE_MESSAGE_ID_DOMAIN") or OutboxOptions.message_id_domain
+    limit = os.environ.get("CONSOLE_MAX_PARAMS_BYTES") or OutboxOptions.max_params_bytes
+    return OutboxOptions(domain, int(limit))
+
+
+def new_message_id(domain: str) -> str:
+    """Return a fresh RFC 5322 Message-ID with its angle brackets."""
+    return f"<{uuid.uuid4().hex}@{domain}>"
+
+
+def _check_header_value(label: str, value: str) -> None:
+    """Refuse a value that could break a header, also when the line break is encoded."""
+    decoded = "".join(
+        part.decode(charset or "utf-8", "replace") if isinstance(part, bytes) else part
+        for part, charset in decode_header(value)
+    )
+    for candidate in (value, decoded, unquote(value)):
+        if _LINE_BREAKS.search(candidate):
+            raise InvalidIntent(f"{label} contains a line break")
+    if _ENCODED_BREAK.search(value):
+        raise InvalidIntent(f"{label} contains an encoded line break")
+
+
+def _check_recipient(to: Any) -> str:
+    if not isinstance(to, str) or not to.strip():
+        raise InvalidIntent("recipient address is empty")
+    _check_header_value("recipient address", to)
+    try:
+        return validate_email(to.strip(), check_deliverability=False).normalized
+    except EmailNotValidError as exc:
+        raise InvalidIntent(f"invalid recipient address {to!r}: {exc}") from None
+
+
+def _check_key(key: Any) -> str:
+    if not isinstance(key, str) or not key.strip():
+        raise InvalidIntent("idempotency key is empty")
+    if len(key) > MAX_KEY_LENGTH:
+        raise InvalidIntent(f"idempotency key is longer than {MAX_KEY_LENGTH} characters")
+    return key
+
+
+def _check_params(params: Any, limit: int) -> dict[str, Any]:
+    if not isinstance(params, dict):
+        raise InvalidIntent("params must be a dict of template variables")
+    try:
+        encoded = json.dumps(params, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidIntent(f"params are not JSON-serializable: {exc}") from None
+    if len(encoded.encode()) > limit:
+        raise InvalidIntent(f"params are {len(encoded.encode())} bytes, above the {limit} limit")
+    return json.loads(encoded)
+
+
+def _check_expiry(expires_at: dt.datetime | None, now: dt.datetime) -> dt.datetime | None:
+    if expires_at is None:
+        return None
+    if not isinstance(expires_at, dt.datetime):
+        raise InvalidIntent("expires_at must be a datetime")
+    if expires_at.tzinfo is None:
+        expires_at = expires_at.replace(tzinfo=dt.UTC)
+    if expires_at <= now:
+        raise InvalidIntent(f"expires_at {expires_at.isoformat()} is in the past")
+    return expires_at.astimezone(dt.UTC)
+
+
+def _check_short_text(label: str, value: Any, limit: int) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > limit:
+        raise InvalidIntent(f"{label} must be a string of at most {limit} characters")
+    return value
+
+
+def is_suppressed(session: Session, recipient: str) -> bool:
+    """Return whether `recipient` is on the suppression list."""
+    query = select(Suppression.id).where(Suppression.recipient == recipient.lower()).limit(1)
+    return session.execute(query).first() is not None
+
+
+def _existing(session: Session, key: str) -> Intent | None:
+    return session.execute(select(Intent).where(Intent.idempotency_key == key)).scalar_one_or_none()
+
+
+def _insert_once(session: Session, values: dict[str, Any]) -> Intent:
+    """INSERT ... ON CONFLICT (idempotency_key) DO NOTHING RETURNING, else the existing row.
+
+    A concurrent transaction inserting the same key makes this statement wait
+    for it; if it commits, ours inserts nothing and the SELECT sees its row.
+    """
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    statement = (
+        insert(Intent)
+        .values(**values)
+        .on_conflict_do_nothing(index_elements=["idempotency_key"])
+        .returning(Intent)
+    )
+    inserted = session.execute(statement).scalar_one_or_none()
+    if inserted is not None:
+        session.info[_WAKE_FLAG] = session.info.get(_WAKE_FLAG, False) or (
+            values["status"] == PENDING
+        )
+        return inserted
+    existing = _existing(session, values["idempotency_key"])
+    assert existing is not None, "the conflicting row is committed and visible"
+    return existing
+
+
+def enqueue(
+    session: Session,
+    *,
+    key: str,
+    to: str,
+    template: str,
+    params: dict[str, Any],
+    event: str | None = None,
+    lane: str | None = None,
+    purpose: str | None = None,
+    locale: str | None = None,
+    expires_at: dt.datetime | None = None,
+    catalog: TemplateCatalog | None = None,
+) -> Intent:
+    """Add an email intent to the caller's transaction and return it; never commit.
+
+    The same `key` again returns the existing intent and adds nothing. Bad input
+    raises InvalidIntent before anything is written.
+    """
+    options = _current_options()
+    catalog = catalog or default_catalog()
+    now = utcnow()
+    key = _check_key(key)
+    recipient = _check_recipient(to)
+    params = _check_params(params, options.max_params_bytes)
+    try:
+        settings, version = catalog.resolve(template)
+        parts = catalog.render(settings.name, version, params)
+    except TemplateError as exc:
+        raise InvalidIntent(str(exc)) from None
+    _check_header_value("subject", parts.subject)
+    if lane is not None and lane not in LANES:
+        raise InvalidIntent(f"unknown lane {lane!r}: expected one of {', '.join(LANES)}")
+    expires_at = _check_expiry(expires_at, now)
+    event = _check_short_text("event", event, MAX_EVENT_LENGTH)
+    purpose = _check_short_text("purpose", purpose, 100)
+    locale = _check_short_text("locale", locale, 35)
+
+    suppressed = is_suppressed(session, recipient)
+    intent = _insert_once(
+        session,
+        dict(
+            idempotency_key=key,
+            message_id=new_message_id(options.message_id_domain),
+            event=event,
+            recipient=recipient,
+            template=settings.name,
+            template_version=version,
+            params=params,
+            status=SUPPRESSED if suppressed else PENDING,
+            status_reason="recipient is on the suppression list" if suppressed else None,
+            lane=lane or settings.lane,
+            purpose=purpose,
+            locale=locale,
+            attempt_count=0,
+            next_attempt_at=now,
+            created_at=now,
+            updated_at=now,
+            expires_at=expires_at,
+        ),
+    )
+    return intent
+
+
+@sa_event.listens_for(Session, "after_commit")
+def _wake_after_commit(session: Session) -> None:
+    """Wake in-process workers once a transaction that enqueued mail commits."""
+    if session.info.pop(_WAKE_FLAG, False):
+        wakeup.notify()
+
+
+@sa_event.listens_for(Session, "after_rollback")
+def _forget_wake(session: Session) -> None:
+    session.info.pop(_WAKE_FLAG, None)

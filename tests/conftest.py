@@ -1,0 +1,130 @@
+"""Shared fixtures: a fresh migrated database per test on SQLite and on PostgreSQL.
+
+Tests that take ``db_url`` (or anything built on it) run once per backend.
+PostgreSQL is a throwaway cluster started once per test session; when it is not
+installed those tests are skipped with a loud warning, unless
+CONSOLE_TEST_REQUIRE_POSTGRES=1 makes that a failure.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import warnings
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from console.database import make_engine, make_session_factory
+from tests import pgcluster
+
+REQUIRE_POSTGRES = os.environ.get("CONSOLE_TEST_REQUIRE_POSTGRES") == "1"
+TEST_SECRET_KEY = "test-secret-key"
+_database_numbers = itertools.count(1)
+
+
+def migrate_to_head(url: str) -> None:
+    """Run every migration against `url`, as ``console db upgrade`` does."""
+    import flask_migrate
+
+    from console import create_app
+
+    app = create_app({"CONSOLE_DATABASE_URL": url, "CONSOLE_SECRET_KEY": TEST_SECRET_KEY})
+    with app.app_context():
+        flask_migrate.upgrade()
+        from console.extensions import db
+
+        db.engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """A PostgreSQL cluster for the whole test session, or a skip/failure."""
+    if pgcluster.postgres_bin_dir() is None:
+        message = "PostgreSQL is NOT installed: every PostgreSQL test is SKIPPED"
+        if REQUIRE_POSTGRES:
+            pytest.fail(message + " and CONSOLE_TEST_REQUIRE_POSTGRES=1", pytrace=False)
+        warnings.warn(message, stacklevel=1)
+        pytest.skip(message)
+    cluster = pgcluster.start_cluster()
+    template_url = pgcluster.create_database(cluster, "migrated_template")
+    migrate_to_head(template_url)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory) -> str:
+    """Path of a SQLite file migrated to head, copied for each test."""
+    path = tmp_path_factory.mktemp("sqlite-template") / "template.db"
+    migrate_to_head(f"sqlite:///{path}")
+    return str(path)
+
+
+def fresh_database_url(backend: str, request, tmp_path) -> str:
+    """Return the URL of a new, migrated, empty database on `backend`."""
+    if backend == "sqlite":
+        target = tmp_path / "console.db"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), target)
+        return f"sqlite:///{target}"
+    cluster = request.getfixturevalue("pg_cluster")
+    name = f"test_{os.getpid()}_{next(_database_numbers)}"
+    return pgcluster.create_database(cluster, name, template="migrated_template")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request) -> str:
+    """The database backend this test runs on."""
+    if request.param == "postgresql":
+        request.applymarker(pytest.mark.postgres)
+    return request.param
+
+
+@pytest.fixture
+def db_url(backend, request, tmp_path) -> str:
+    """URL of a fresh migrated database, once on SQLite and once on PostgreSQL."""
+    return fresh_database_url(backend, request, tmp_path)
+
+
+@pytest.fixture
+def sqlite_url(request, tmp_path) -> str:
+    return fresh_database_url("sqlite", request, tmp_path)
+
+
+@pytest.fixture
+def postgres_url(request, tmp_path) -> str:
+    return fresh_database_url("postgresql", request, tmp_path)
+
+
+@pytest.fixture
+def engine(db_url):
+    engine = make_engine(db_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def session_factory(engine) -> sessionmaker[Session]:
+    return make_session_factory(engine)
+
+
+@pytest.fixture
+def session(session_factory):
+    with session_factory() as session:
+        yield session
+
+
+@pytest.fixture
+def app(db_url):
+    """The console app on the fresh database of this test."""
+    from console import create_app
+
+    app = create_app(
+        {"CONSOLE_DATABASE_URL": db_url, "CONSOLE_SECRET_KEY": TEST_SECRET_KEY, "TESTING": True}
+    )
+    yield app
+    with app.app_context():
+        from console.extensions import db
+
+        db.engine.dispose()

@@ -1,0 +1,153 @@
+"""A throwaway PostgreSQL cluster on 127.0.0.1 for tests and benchmarks.
+
+initdb and pg_ctl refuse to run as root, so as root they run as ``postgres``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+
+
+def postgres_bin_dir() -> str | None:
+    """Return the newest PostgreSQL server bin directory, or None when not installed."""
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))
+    for candidate in reversed(candidates):
+        if os.path.exists(os.path.join(candidate, "initdb")):
+            return candidate
+    initdb = shutil.which("initdb")
+    return os.path.dirname(initdb) if initdb else None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _as_postgres(command: list[str]) -> list[str]:
+    if os.geteuid() != 0:
+        return command
+    return ["su", "postgres", "-s", "/bin/sh", "-c", " ".join(f"'{part}'" for part in command)]
+
+
+@dataclass
+class Cluster:
+    bin_dir: str
+    data_dir: str
+    port: int
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"
+
+    def stop(self) -> None:
+        subprocess.run(
+            _as_postgres(
+                [f"{self.bin_dir}/pg_ctl", "-D", self.data_dir, "-m", "immediate", "-w", "stop"]
+            ),
+            cwd="/tmp",
+            capture_output=True,
+        )
+        shutil.rmtree(os.path.dirname(self.data_dir), ignore_errors=True)
+
+
+def start_cluster(max_connections: int = 200) -> Cluster:
+    """Create and start a fresh cluster; the caller must stop() it."""
+    bin_dir = postgres_bin_dir()
+    if bin_dir is None:
+        raise RuntimeError("PostgreSQL is not installed (apt-get install -y postgresql)")
+    base = tempfile.mkdtemp(prefix="pg.", dir="/tmp")
+    data_dir = os.path.join(base, "data")
+    os.chmod(base, 0o755)
+    if os.geteuid() == 0:
+        shutil.chown(base, "postgres", "postgres")
+    port = free_port()
+    subprocess.run(
+        _as_postgres(
+            [
+                f"{bin_dir}/initdb",
+                "-D",
+                data_dir,
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+            ]
+        ),
+        cwd="/tmp",
+        check=True,
+        capture_output=True,
+    )
+    options = (
+        f"-k {base} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off "
+        f"-c synchronous_commit=off -c full_page_writes=off -c max_connections={max_connections}"
+    )
+    subprocess.run(
+        _as_postgres(
+            [
+                f"{bin_dir}/pg_ctl",
+                "-D",
+                data_dir,
+                "-o",
+                options,
+                "-w",
+                "-l",
+                os.path.join(base, "log"),
+                "start",
+            ]
+        ),
+        cwd="/tmp",
+        check=True,
+        capture_output=True,
+    )
+    cluster = Cluster(bin_dir, data_dir, port)
+    _wait_ready(cluster)
+    return cluster
+
+
+def _wait_ready(cluster: Cluster, timeout_seconds: float = 20.0) -> None:
+    import psycopg
+
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        try:
+            psycopg.connect(
+                f"host=127.0.0.1 port={cluster.port} user=postgres dbname=postgres"
+            ).close()
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def create_database(cluster: Cluster, name: str, template: str | None = None) -> str:
+    """Create database `name` (optionally copied from `template`) and return its URL."""
+    import psycopg
+
+    dsn = f"host=127.0.0.1 port={cluster.port} user=postgres dbname=postgres"
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        suffix = f" TEMPLATE {template}" if template else ""
+        connection.execute(f'CREATE DATABASE "{name}"{suffix}')
+    return cluster.url(name)
+
+
+if __name__ == "__main__":  # a cluster for trying things by hand
+    started = start_cluster()
+    print(started.url(), flush=True)
+    print(f"stop with: kill this process; data in {started.data_dir}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    finally:
+        started.stop()
