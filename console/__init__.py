@@ -9,7 +9,7 @@ from typing import Any
 
 from flask import Flask
 
-from console import database, outbox
+from console import database, outbox, web
 from console.config import load_settings
 from console.extensions import db, login_manager, migrate
 from console.paths import MIGRATIONS_DIR, STATIC_DIR, TEMPLATES_DIR
@@ -53,4 +53,5 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     db.init_app(app)
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)
     login_manager.init_app(app)
+    web.init_app(app)
     return app
