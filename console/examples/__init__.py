@@ -1,0 +1,1 @@
+"""Small example applications that show how to use the outbox."""
