@@ -95,6 +95,24 @@ def _mailbox(name: str, raw: str) -> str:
     return value
 
 
+def _transport(name: str, raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in ("smtp", "http"):
+        raise ConfigError(f"{name} must be smtp or http, got {raw!r}")
+    return value
+
+
+def _http_url(name: str, raw: str) -> str:
+    parts = urlsplit(raw.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{name} must be an http(s):// URL, e.g. https://api.resend.com")
+    return raw.strip().rstrip("/")
+
+
+def _comma_list(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Every setting of the product, with the environment variable it comes from."""
@@ -117,6 +135,13 @@ class Settings:
     max_params_bytes: int = 65536
     eligibility_module: str | None = None
     cookie_secure: bool = False
+    transport: str = "smtp"
+    http_provider_url: str = "https://api.resend.com"
+    http_provider_key: str | None = None
+    http_idempotency_window_seconds: float = 86400.0
+    sns_topic_arns: tuple[str, ...] = ()
+    webhook_secret: str | None = None
+    webhook_tolerance_seconds: float = 300.0
 
 
 # variable name -> (field, parser)
@@ -139,6 +164,13 @@ _PARSERS = {
     "CONSOLE_MAX_PARAMS_BYTES": ("max_params_bytes", _positive_int),
     "CONSOLE_ELIGIBILITY_MODULE": ("eligibility_module", _string),
     "CONSOLE_COOKIE_SECURE": ("cookie_secure", _boolean),
+    "CONSOLE_TRANSPORT": ("transport", _transport),
+    "CONSOLE_HTTP_PROVIDER_URL": ("http_provider_url", _http_url),
+    "CONSOLE_HTTP_PROVIDER_KEY": ("http_provider_key", _string),
+    "CONSOLE_HTTP_IDEMPOTENCY_WINDOW_SECONDS": ("http_idempotency_window_seconds", _positive_float),
+    "CONSOLE_SNS_TOPIC_ARNS": ("sns_topic_arns", _comma_list),
+    "CONSOLE_WEBHOOK_SECRET": ("webhook_secret", _string),
+    "CONSOLE_WEBHOOK_TOLERANCE_SECONDS": ("webhook_tolerance_seconds", _positive_float),
 }
 
 
@@ -187,4 +219,6 @@ def load_settings(
     settings = Settings(**values)  # type: ignore[arg-type]
     if settings.retry_floor_seconds > settings.retry_cap_seconds:
         raise ConfigError("CONSOLE_RETRY_FLOOR_SECONDS must not exceed CONSOLE_RETRY_CAP_SECONDS")
+    if settings.transport == "http" and not settings.http_provider_key:
+        raise ConfigError("CONSOLE_TRANSPORT=http needs CONSOLE_HTTP_PROVIDER_KEY")
     return settings
