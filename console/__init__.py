@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask
 
-from console import database, outbox, web
+from console import database, logs, outbox, web
 from console.config import load_settings
 from console.extensions import db, login_manager, migrate
 from console.paths import MIGRATIONS_DIR, STATIC_DIR, TEMPLATES_DIR
@@ -48,7 +47,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config.update({k: v for k, v in overrides.items() if not k.startswith("CONSOLE_")})
     app.extensions["console.settings"] = settings
     outbox.configure(settings)
-    logging.basicConfig(level=logging.INFO)
+    logs.configure_logging(secrets=logs.settings_secrets(settings))
 
     db.init_app(app)
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)

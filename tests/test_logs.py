@@ -1,0 +1,118 @@
+"""Structured logs: JSON lines, only known fields, never a credential."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from console import logs
+from console.config import load_settings
+
+
+@pytest.fixture
+def captured():
+    """Configure the product's logging into a buffer; restore the root logger after."""
+    root = logging.getLogger()
+    saved_level, saved_handlers = root.level, list(root.handlers)
+    buffer = io.StringIO()
+    handler = logs.configure_logging(
+        secrets=["s3cr3t-api-key", "https://hooks.example.com/T0/B0/xyzzy"],
+        level="INFO",
+        stream=buffer,
+    )
+    yield buffer
+    root.removeHandler(handler)
+    root.handlers[:] = saved_handlers
+    root.setLevel(saved_level)
+
+
+def lines(buffer: io.StringIO) -> list[dict]:
+    return [json.loads(line) for line in buffer.getvalue().splitlines()]
+
+
+def test_each_record_is_one_json_object_with_known_fields(captured):
+    log = logging.getLogger("console.test.logs.fields")
+    log.info(
+        "attempt finished",
+        extra={"intent_id": 7, "attempt_id": 31, "outcome": "transient", "retry_in_seconds": 12.5},
+    )
+    (entry,) = lines(captured)
+    assert entry["msg"] == "attempt finished"
+    assert entry["level"] == "info" and entry["logger"] == "console.test.logs.fields"
+    assert entry["intent_id"] == 7 and entry["attempt_id"] == 31
+    assert entry["outcome"] == "transient" and entry["retry_in_seconds"] == 12.5
+    assert entry["ts"].endswith("+00:00")
+
+
+def test_fields_outside_the_allow_list_are_not_written(captured):
+    log = logging.getLogger("console.test.logs.allow")
+    log.info(
+        "rendered",
+        extra={
+            "intent_id": 1,
+            "params": {"code": "991177"},
+            "body": "Dear Ada",
+            "recipient": "a@b.c",
+        },
+    )
+    text = captured.getvalue()
+    assert "991177" not in text and "Dear Ada" not in text and "a@b.c" not in text
+    assert lines(captured)[0]["intent_id"] == 1
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "connecting to smtp://mailer:hunter2hunter2@relay.example.com:587",
+        "retrying smtps://mailer:hunter2hunter2@relay.example.com?starttls=1",
+        "login failed password=hunter2hunter2 for mailer",
+        "header token: hunter2hunter2",
+    ],
+)
+def test_credentials_in_messages_are_redacted(captured, message):
+    logging.getLogger("console.test.logs.redact").warning(message)
+    entry = lines(captured)[0]
+    assert "hunter2hunter2" not in entry["msg"]
+    assert logs.REDACTED in entry["msg"]
+
+
+def test_registered_secrets_are_redacted_in_messages_fields_and_tracebacks(captured):
+    log = logging.getLogger("console.test.logs.secret")
+    try:
+        raise RuntimeError("provider refused key s3cr3t-api-key")
+    except RuntimeError:
+        log.exception(
+            "alert to https://hooks.example.com/T0/B0/xyzzy failed",
+            extra={"target": "https://hooks.example.com/T0/B0/xyzzy"},
+        )
+    text = captured.getvalue()
+    assert "s3cr3t-api-key" not in text and "xyzzy" not in text
+    entry = lines(captured)[0]
+    assert "RuntimeError" in entry["exc"] and entry["target"] == logs.REDACTED
+
+
+def test_settings_secrets_cover_smtp_and_database_passwords(tmp_path):
+    settings = load_settings(
+        {
+            "CONSOLE_DATABASE_URL": "postgresql://app:dbpass-77@db.internal/console",
+            "CONSOLE_SECRET_KEY": "session-key-123",
+            "CONSOLE_SMTP_URL": "smtp://mailer:smtp-pass-99@relay.example.com:587",
+        },
+        instance_path=tmp_path,
+    )
+    assert {"dbpass-77", "session-key-123", "smtp-pass-99"} <= set(logs.settings_secrets(settings))
+
+
+def test_configure_twice_keeps_one_product_handler(captured):
+    logs.configure_logging(level="INFO", stream=captured)
+    logs.configure_logging(level="INFO", stream=captured)
+    logging.getLogger("console.test.logs.twice").info("once")
+    assert len(lines(captured)) == 1
+
+
+def test_bad_level_is_a_clear_error():
+    with pytest.raises(ValueError, match="CONSOLE_LOG_LEVEL"):
+        logs.configure_logging(level="LOUD", stream=io.StringIO())
