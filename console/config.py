@@ -113,6 +113,13 @@ def _comma_list(name: str, raw: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in raw.split(",") if item.strip())
 
 
+def _fraction(name: str, raw: str) -> float:
+    value = _positive_float(name, raw)
+    if value > 1:
+        raise ConfigError(f"{name} must be a fraction between 0 and 1, got {raw!r}")
+    return value
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Every setting of the product, with the environment variable it comes from."""
@@ -142,6 +149,25 @@ class Settings:
     sns_topic_arns: tuple[str, ...] = ()
     webhook_secret: str | None = None
     webhook_tolerance_seconds: float = 300.0
+    # operations: metrics, health, retention, alerts, breaker, per-domain back-off
+    metrics_cache_seconds: float = 10.0
+    health_max_tick_age_seconds: float = 60.0
+    retention_days: float = 30.0
+    retention_batch_size: int = 1000
+    alert_webhook_url: str | None = None
+    alert_email: str | None = None
+    alert_interval_seconds: float = 30.0
+    alert_webhook_timeout_seconds: float = 5.0
+    alert_ambiguous_after_seconds: float = 900.0
+    alert_dead_window_seconds: float = 3600.0
+    alert_auth_window_seconds: float = 900.0
+    alert_pending_age_critical_seconds: float = 120.0
+    alert_pending_age_bulk_seconds: float = 3600.0
+    breaker_window_attempts: int = 50
+    breaker_failure_rate: float = 0.5
+    breaker_open_seconds: float = 30.0
+    domain_backoff_run: int = 3
+    domain_backoff_seconds: float = 60.0
 
 
 # variable name -> (field, parser)
@@ -171,6 +197,27 @@ _PARSERS = {
     "CONSOLE_SNS_TOPIC_ARNS": ("sns_topic_arns", _comma_list),
     "CONSOLE_WEBHOOK_SECRET": ("webhook_secret", _string),
     "CONSOLE_WEBHOOK_TOLERANCE_SECONDS": ("webhook_tolerance_seconds", _positive_float),
+    "CONSOLE_METRICS_CACHE_SECONDS": ("metrics_cache_seconds", _non_negative_float),
+    "CONSOLE_HEALTH_MAX_TICK_AGE_SECONDS": ("health_max_tick_age_seconds", _positive_float),
+    "CONSOLE_RETENTION_DAYS": ("retention_days", _positive_float),
+    "CONSOLE_RETENTION_BATCH_SIZE": ("retention_batch_size", _positive_int),
+    "CONSOLE_ALERT_WEBHOOK_URL": ("alert_webhook_url", _http_url),
+    "CONSOLE_ALERT_EMAIL": ("alert_email", _mailbox),
+    "CONSOLE_ALERT_INTERVAL_SECONDS": ("alert_interval_seconds", _positive_float),
+    "CONSOLE_ALERT_WEBHOOK_TIMEOUT_SECONDS": ("alert_webhook_timeout_seconds", _positive_float),
+    "CONSOLE_ALERT_AMBIGUOUS_AFTER_SECONDS": ("alert_ambiguous_after_seconds", _positive_float),
+    "CONSOLE_ALERT_DEAD_WINDOW_SECONDS": ("alert_dead_window_seconds", _positive_float),
+    "CONSOLE_ALERT_AUTH_WINDOW_SECONDS": ("alert_auth_window_seconds", _positive_float),
+    "CONSOLE_ALERT_PENDING_AGE_CRITICAL_SECONDS": (
+        "alert_pending_age_critical_seconds",
+        _positive_float,
+    ),
+    "CONSOLE_ALERT_PENDING_AGE_BULK_SECONDS": ("alert_pending_age_bulk_seconds", _positive_float),
+    "CONSOLE_BREAKER_WINDOW_ATTEMPTS": ("breaker_window_attempts", _positive_int),
+    "CONSOLE_BREAKER_FAILURE_RATE": ("breaker_failure_rate", _fraction),
+    "CONSOLE_BREAKER_OPEN_SECONDS": ("breaker_open_seconds", _positive_float),
+    "CONSOLE_DOMAIN_BACKOFF_RUN": ("domain_backoff_run", _positive_int),
+    "CONSOLE_DOMAIN_BACKOFF_SECONDS": ("domain_backoff_seconds", _positive_float),
 }
 
 
