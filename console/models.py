@@ -15,6 +15,7 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -301,3 +302,53 @@ class WorkerHeartbeat(Base):
     pid: Mapped[int | None] = mapped_column(Integer)
     started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     last_tick_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+
+
+# Unscrubbed and untrimmed rows only, so retention finds its next batch at once.
+Index(
+    "ix_email_intent_unscrubbed",
+    Intent.created_at,
+    postgresql_where=Intent.params_scrubbed_at.is_(None),
+    sqlite_where=Intent.params_scrubbed_at.is_(None),
+)
+Index(
+    "ix_provider_event_untrimmed",
+    ProviderEvent.received_at,
+    postgresql_where=ProviderEvent.payload.is_not(None),
+    sqlite_where=ProviderEvent.payload.is_not(None),
+)
+
+BREAKER_STATES = ("closed", "open", "half_open")
+
+
+class AlertState(Base):
+    """One alert condition: whether it fires, since when, and whether targets were told."""
+
+    __tablename__ = "alert_state"
+
+    condition: Mapped[str] = mapped_column(String(100), primary_key=True)
+    active: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    summary: Mapped[str | None] = mapped_column(Text)
+    details: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    fired_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    cleared_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    webhook_due: Mapped[str | None] = mapped_column(String(20))  # "firing" | "resolved"
+    webhook_claimed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    webhook_sent_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+
+
+class LaneBreaker(Base):
+    """The circuit breaker of one lane, shared by every worker process."""
+
+    __tablename__ = "lane_breaker"
+
+    lane: Mapped[str] = mapped_column(String(20), primary_key=True)
+    state: Mapped[str] = mapped_column(String(20), server_default="closed")
+    trips: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    failure_rate: Mapped[float | None] = mapped_column(Float)
+    opened_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    resume_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    probe_owner: Mapped[str | None] = mapped_column(String(100))
+    updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (CheckConstraint(_in("state", BREAKER_STATES), name="state"),)
