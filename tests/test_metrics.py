@@ -1,0 +1,215 @@
+"""/metrics and /healthz: content, caching, and answers when parts are down."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from console import create_app, metrics
+from console.extensions import db
+from console.models import (
+    AMBIGUOUS,
+    DEAD,
+    SUBMITTED,
+    Intent,
+    LaneBreaker,
+    ProviderEvent,
+    Suppression,
+    WorkerHeartbeat,
+    utcnow,
+)
+from console.outbox import enqueue
+from console.web import ops
+from tests.conftest import TEST_SECRET_KEY
+
+_keys = itertools.count(1)
+
+
+def add_intents(session: Session, template: str, count: int, status: str | None = None) -> None:
+    params = {"code": "1"} if template == "login-code" else {"name": "Ada", "login_url": "u"}
+    for _ in range(count):
+        intent = enqueue(
+            session, key=f"k{next(_keys)}", to="ada@example.com", template=template, params=params
+        )
+        session.flush()
+        if status:
+            session.execute(update(Intent).where(Intent.id == intent.id).values(status=status))
+
+
+def add_heartbeat(session: Session, age_seconds: float, worker_id: str = "w1") -> None:
+    now = utcnow()
+    tick = now - dt.timedelta(seconds=age_seconds)
+    session.merge(WorkerHeartbeat(worker_id=worker_id, started_at=tick, last_tick_at=tick))
+
+
+def samples(body: str) -> dict[tuple[str, tuple], float]:
+    """Map (sample name, sorted labels) to value."""
+    found = {}
+    for family in text_string_to_metric_families(body):
+        for sample in family.samples:
+            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return found
+
+
+@pytest.fixture
+def seeded(app):
+    with app.app_context():
+        session = db.session
+        add_intents(session, "welcome", 3)
+        add_intents(session, "login-code", 1)
+        add_intents(session, "welcome", 2, SUBMITTED)
+        add_intents(session, "login-code", 1, AMBIGUOUS)
+        add_intents(session, "welcome", 1, DEAD)
+        session.execute(
+            update(Intent)
+            .where(Intent.template == "login-code", Intent.status == "pending")
+            .values(created_at=utcnow() - dt.timedelta(seconds=90))
+        )
+        now = utcnow()
+        session.add_all(
+            [
+                Suppression(recipient="x@example.com", reason="bounce", created_at=now),
+                Suppression(recipient="y@example.com", reason="manual", created_at=now),
+                ProviderEvent(
+                    source="ses", source_event_id="e1", event_type="delivered", received_at=now
+                ),
+                ProviderEvent(
+                    source="ses", source_event_id="e2", event_type="delivered", received_at=now
+                ),
+                ProviderEvent(
+                    source="ses",
+                    source_event_id="old",
+                    event_type="bounced",
+                    received_at=now - dt.timedelta(hours=3),
+                ),
+                LaneBreaker(lane="bulk", state="open", failure_rate=0.8, updated_at=now),
+            ]
+        )
+        add_heartbeat(session, age_seconds=2)
+        session.commit()
+    return app
+
+
+def test_metrics_report_the_queue_without_login(seeded):
+    response = seeded.test_client().get("/metrics")
+    assert response.status_code == 200
+    assert response.content_type.startswith("text/plain")
+    found = samples(response.get_data(as_text=True))
+    intents = {k[1]: v for k, v in found.items() if k[0] == "console_intents"}
+    assert intents[(("lane", "bulk"), ("status", "pending"))] == 3
+    assert intents[(("lane", "critical"), ("status", "pending"))] == 1
+    assert intents[(("lane", "bulk"), ("status", "submitted"))] == 2
+    assert found[("console_ambiguous_intents", ())] == 1
+    assert found[("console_dead_intents", ())] == 1
+    assert 89 <= found[("console_oldest_pending_age_seconds", (("lane", "critical"),))] < 150
+    assert found[("console_oldest_pending_age_seconds", (("lane", "bulk"),))] < 30
+    assert found[("console_suppressions", (("reason", "bounce"),))] == 1
+    assert found[("console_suppressions", (("reason", "manual"),))] == 1
+    events = {k[1]: v for k, v in found.items() if k[0] == "console_provider_events_last_hour"}
+    assert events == {(("type", "delivered"),): 2}
+    assert found[("console_workers_alive", ())] == 1
+    assert found[("console_last_tick_age_seconds", ())] < 30
+    assert found[("console_lane_paused", (("lane", "bulk"),))] == 1
+    assert found[("console_lane_paused", (("lane", "critical"),))] == 0
+    assert found[("console_lane_failure_rate", (("lane", "bulk"),))] == 0.8
+    assert found[("console_database_up", ())] == 1
+
+
+def test_metrics_include_this_process_instruments(seeded):
+    before = samples(seeded.test_client().get("/metrics").get_data(as_text=True))
+    metrics.record_attempt("transient", "bulk", 0.2)
+    metrics.record_attempt("accepted", "bulk", 0.03)
+    metrics.record_tick()
+    after = samples(seeded.test_client().get("/metrics").get_data(as_text=True))
+
+    def grew(name, labels=()):
+        return after[(name, labels)] - before.get((name, labels), 0)
+
+    assert grew("console_attempts_total", (("outcome", "transient"),)) == 1
+    assert grew("console_attempts_total", (("outcome", "accepted"),)) == 1
+    assert grew("console_worker_ticks_total") == 1
+    assert grew("console_send_latency_seconds_count", (("lane", "bulk"),)) == 2
+    assert grew("console_send_latency_seconds_bucket", (("lane", "bulk"), ("le", "0.05"))) == 1
+    assert ("process_resident_memory_bytes", ()) in after
+
+
+def test_snapshot_is_cached_for_the_configured_time(seeded):
+    now = [0.0]
+    with seeded.app_context():
+        cache = metrics.SnapshotCache(
+            lambda: Session(db.engine),
+            cache_seconds=10,
+            alive_within_seconds=60,
+            clock=lambda: now[0],
+        )
+        assert cache.get().count("dead") == 1
+        add_intents(db.session, "welcome", 2, DEAD)
+        db.session.commit()
+        now[0] = 9.9
+        assert cache.get().count("dead") == 1
+        now[0] = 10.0
+        assert cache.get().count("dead") == 3
+
+
+def test_metrics_without_a_database_still_serve_process_instruments(tmp_path):
+    engine_url = "postgresql+psycopg://nobody@127.0.0.1:9/none?connect_timeout=2"
+    app = create_app({"CONSOLE_DATABASE_URL": engine_url, "CONSOLE_SECRET_KEY": TEST_SECRET_KEY})
+    response = app.test_client().get("/metrics")
+    assert response.status_code == 200
+    found = samples(response.get_data(as_text=True))
+    assert found[("console_database_up", ())] == 0
+    assert ("console_intents", (("lane", "bulk"), ("status", "pending"))) not in found
+    health = app.test_client().get("/healthz")
+    assert health.status_code == 503
+    assert health.get_json()["database"] == "unreachable"
+    assert "nobody" not in health.get_data(as_text=True)
+
+
+def test_healthz_ok_with_a_recent_tick(app):
+    with app.app_context():
+        add_heartbeat(db.session, age_seconds=1)
+        db.session.commit()
+    response = app.test_client().get("/healthz")
+    assert response.status_code == 200
+    report = response.get_json()
+    assert report["status"] == "ok" and report["database"] == "ok"
+    assert report["last_tick_age_seconds"] < 30
+
+
+def test_healthz_fails_before_any_tick(app):
+    response = app.test_client().get("/healthz")
+    assert response.status_code == 503
+    assert response.get_json()["problems"] == ["no worker has ticked yet"]
+
+
+def test_healthz_fails_on_a_stale_tick(app):
+    with app.app_context():
+        add_heartbeat(db.session, age_seconds=600)
+        db.session.commit()
+    response = app.test_client().get("/healthz")
+    assert response.status_code == 503
+    assert response.get_json()["problems"][0].startswith("last worker tick")
+
+
+class _Scheduler:
+    running = False
+
+
+def test_healthz_fails_when_this_process_scheduler_stopped(app):
+    with app.app_context():
+        add_heartbeat(db.session, age_seconds=1)
+        db.session.commit()
+    app.extensions[ops.SCHEDULER_EXTENSION] = _Scheduler()
+    response = app.test_client().get("/healthz")
+    assert response.status_code == 503
+    assert response.get_json()["scheduler"] == "stopped"
+    _Scheduler.running = True
+    try:
+        assert app.test_client().get("/healthz").status_code == 200
+    finally:
+        _Scheduler.running = False
