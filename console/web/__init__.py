@@ -7,3 +7,17 @@ from flask import Flask
 
 def init_app(app: Flask) -> None:
     """Register every blueprint of the console on `app`."""
+    from htmx_flask import Htmx
+
+    from console.web import audit, auth, dashboard, intents, security, suppressions, users
+
+    Htmx(app)
+    security.init_app(app)
+    for feature in (auth, dashboard, intents, suppressions, users, audit):
+        feature.init_app(app)
+    from console.web import ops
+
+    app.register_blueprint(ops.bp)
+    from console.web import webhooks
+
+    app.register_blueprint(webhooks.bp)
