@@ -6,6 +6,7 @@ import click
 from flask.cli import FlaskGroup
 
 from console import create_app
+from console.retention import prune_command
 from console.users import user_cli
 
 
@@ -15,3 +16,4 @@ def main() -> None:
 
 
 main.add_command(user_cli)
+main.add_command(prune_command)
