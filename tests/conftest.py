@@ -128,3 +128,85 @@ def app(db_url):
         from console.extensions import db
 
         db.engine.dispose()
+
+
+@pytest.fixture
+def console_user(app):
+    """Create a console account; a cheap password hash keeps tests fast."""
+    from werkzeug.security import generate_password_hash
+
+    from console.extensions import db
+    from console.models import OperatorUser, utcnow
+
+    def create(username: str, role: str, password: str = "correct horse", active: bool = True):
+        with app.app_context():
+            user = OperatorUser(
+                username=username,
+                password_hash=generate_password_hash(password, method="pbkdf2:sha256:1000"),
+                role=role,
+                active=active,
+                created_at=utcnow(),
+            )
+            db.session.add(user)
+            db.session.commit()
+            return user.id
+
+    return create
+
+
+@pytest.fixture
+def console_client(app, console_user):
+    """Return a test client logged in (through /login) as a new user with `role`."""
+
+    def logged_in(role: str, username: str | None = None):
+        username = username or f"{role}-user"
+        console_user(username, role)
+        client = app.test_client()
+        with client.session_transaction() as flask_session:
+            flask_session["_csrf_token"] = "login-form-token"
+        response = client.post(
+            "/login",
+            data={
+                "username": username,
+                "password": "correct horse",
+                "csrf_token": "login-form-token",
+            },
+        )
+        assert response.status_code == 302, response.text
+        with client.session_transaction() as flask_session:
+            flask_session["_csrf_token"] = f"{username}-token"
+        client.csrf_token = f"{username}-token"
+        return client
+
+    return logged_in
+
+
+@pytest.fixture
+def add_intent(app):
+    """Enqueue an intent, then give it `status` and any other column values; return its id."""
+    import itertools
+
+    from console.extensions import db
+    from console.models import Intent
+    from console.outbox import enqueue
+
+    numbers = itertools.count(1)
+
+    def add(status: str = "pending", *, to: str = "ada@example.com", **columns) -> int:
+        number = next(numbers)
+        with app.app_context():
+            intent = enqueue(
+                db.session,
+                key=columns.pop("key", f"order:{number}:confirmation"),
+                event=columns.pop("event", f"order:{number}"),
+                to=to,
+                template="login-code",
+                params={"code": f"{number:06d}"},
+            )
+            db.session.flush()
+            values = {"status": status, **columns}
+            db.session.query(Intent).filter_by(id=intent.id).update(values)
+            db.session.commit()
+            return intent.id
+
+    return add

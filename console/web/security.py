@@ -9,7 +9,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from flask import Blueprint, Flask, abort, current_app, request, session
+from flask import Blueprint, Flask, abort, current_app, render_template, request, session
+from werkzeug.exceptions import HTTPException
 
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "X-CSRFToken"
@@ -78,6 +79,16 @@ def _add_security_headers(response):
     if request.endpoint != "static":
         response.headers.setdefault("Cache-Control", "no-store")
     return response
+
+
+def _error_page(error: HTTPException):
+    """Answer a browser with a readable page; anything else with the plain error."""
+    if _is_exempt() or not request.accept_mimetypes.accept_html:
+        return error
+    page = render_template(
+        "error.html", code=error.code, name=error.name, description=error.description
+    )
+    return page, error.code
 
 
 class LoginThrottle:
@@ -151,3 +162,5 @@ def init_app(app: Flask) -> None:
     app.before_request(_check_csrf)
     app.after_request(_add_security_headers)
     app.jinja_env.globals["csrf_token"] = csrf_token
+    for code in (400, 403, 404, 405):
+        app.register_error_handler(code, _error_page)

@@ -1,0 +1,24 @@
+"""The audit log: every operator action, newest first."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Flask, render_template, request
+
+from console.extensions import db
+from console.store import queries
+from console.web.auth import role_required
+
+bp = Blueprint("audit", __name__, url_prefix="/audit")
+
+
+@bp.get("")
+@role_required("operator")
+def index():
+    raw_before = request.args.get("before", "")
+    before = int(raw_before) if raw_before.isdigit() else None
+    page = queries.audit_page(db.session, before=before)
+    return render_template("audit/index.html", page=page)
+
+
+def init_app(app: Flask) -> None:
+    app.register_blueprint(bp)

@@ -1,0 +1,143 @@
+"""Login, logout and roles: viewer (read), operator (actions), admin (users)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from flask import (
+    Blueprint,
+    Flask,
+    abort,
+    flash,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
+from flask_login import current_user, login_required, login_user, logout_user
+from sqlalchemy import select
+from werkzeug.security import generate_password_hash
+
+from console.extensions import db, login_manager
+from console.models import OperatorUser, utcnow
+from console.users import verify_password
+from console.web.security import login_throttle
+
+bp = Blueprint("auth", __name__)
+
+ROLE_RANK = {"viewer": 1, "operator": 2, "admin": 3}
+# Checked when the username is unknown, so both cases take the same time.
+_UNKNOWN_USER_HASH = generate_password_hash("no such user: a hash to compare against")
+
+
+def has_role(minimum: str) -> bool:
+    """Return whether the logged-in user holds `minimum` or a higher role."""
+    if not current_user.is_authenticated:
+        return False
+    return ROLE_RANK.get(current_user.role, 0) >= ROLE_RANK[minimum]
+
+
+def role_required(minimum: str) -> Callable:
+    """Let a view run only for a logged-in user with at least role `minimum` (else 403)."""
+
+    def decorator(view: Callable) -> Callable:
+        @functools.wraps(view)
+        @login_required
+        def wrapped(*args: Any, **kwargs: Any):
+            if not has_role(minimum):
+                abort(403)
+            return view(*args, **kwargs)
+
+        return wrapped
+
+    return decorator
+
+
+@login_manager.user_loader
+def _load_user(user_id: str) -> OperatorUser | None:
+    try:
+        user = db.session.get(OperatorUser, int(user_id))
+    except ValueError:
+        return None
+    return user if user is not None and user.is_active else None
+
+
+@login_manager.unauthorized_handler
+def _unauthorized():
+    target = url_for("auth.login", next=request.full_path.rstrip("?"))
+    if getattr(request, "htmx", False):
+        return "", 401, {"HX-Redirect": target}
+    return redirect(target)
+
+
+def _safe_next(raw: str | None) -> str:
+    """Return a same-site path to go to after login, or the dashboard."""
+    if not raw:
+        return url_for("dashboard.index")
+    parts = urlsplit(raw)
+    if parts.scheme or parts.netloc or not raw.startswith("/") or raw.startswith("//"):
+        return url_for("dashboard.index")
+    return raw
+
+
+def _authenticate(username: str, password: str) -> OperatorUser | None:
+    user = db.session.execute(
+        select(OperatorUser).where(OperatorUser.username == username)
+    ).scalar_one_or_none()
+    if user is None:
+        verify_password(OperatorUser(password_hash=_UNKNOWN_USER_HASH), password)
+        return None
+    if not verify_password(user, password) or not user.is_active:
+        return None
+    return user
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login():
+    if request.method == "GET":
+        if current_user.is_authenticated:
+            return redirect(url_for("dashboard.index"))
+        return render_template("login.html", next=request.args.get("next", ""))
+    username = request.form.get("username", "").strip()
+    password = request.form.get("password", "")
+    next_path = request.form.get("next", "")
+    throttle = login_throttle()
+    address = request.remote_addr or "unknown"
+    wait_seconds = throttle.retry_after_seconds(username, address)
+    if wait_seconds > 0:
+        minutes = max(1, round(wait_seconds / 60))
+        error = f"Too many failed logins. Try again in about {minutes} min."
+        headers = {"Retry-After": str(int(wait_seconds) + 1)}
+        return render_template("login.html", error=error, next=next_path), 429, headers
+    user = _authenticate(username, password)
+    if user is None:
+        throttle.record_failure(username, address)
+        error = "Wrong username or password."
+        return render_template("login.html", error=error, next=next_path), 401
+    throttle.record_success(username)
+    session.clear()  # a fresh session (and CSRF token) for the new identity
+    login_user(user)
+    user.last_login_at = utcnow()
+    db.session.commit()
+    return redirect(_safe_next(next_path))
+
+
+@bp.post("/logout")
+def logout():
+    logout_user()
+    session.clear()
+    flash("You are logged out.", "info")
+    return redirect(url_for("auth.login"))
+
+
+def init_app(app: Flask) -> None:
+    """Register the login pages and the role helpers for templates."""
+    login_manager.login_view = "auth.login"
+    login_manager.login_message = "Please log in to see this page."
+    login_manager.login_message_category = "info"
+    app.jinja_env.globals["has_role"] = has_role
+    app.register_blueprint(bp)

@@ -1,0 +1,140 @@
+"""The dashboard: queue figures, alerts and the last hour's chart, refreshed by htmx."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from flask import Blueprint, Flask, render_template, request, url_for
+
+from console.extensions import current_settings, db
+from console.models import STATUSES
+from console.store import queries
+from console.web.auth import role_required
+
+bp = Blueprint("dashboard", __name__)
+
+REFRESH_SECONDS = 5
+WORKER_STALE_MIN_SECONDS = 60.0
+CHART_WIDTH = 600
+CHART_HEIGHT = 120
+
+
+@dataclasses.dataclass(frozen=True)
+class Alert:
+    text: str
+    link: str | None = None
+
+
+def worker_stale_after_seconds(poll_seconds: float) -> float:
+    """How long without a heartbeat before the worker counts as not ticking."""
+    return max(WORKER_STALE_MIN_SECONDS, 10 * poll_seconds)
+
+
+def dashboard_alerts(snapshot: queries.Dashboard, stale_after_seconds: float) -> list[Alert]:
+    """The conditions an operator must look at: dead letters, ambiguity, a silent worker."""
+    alerts = []
+    if snapshot.dead:
+        link = url_for("intents.search", status="dead")
+        alerts.append(Alert(f"{snapshot.dead} dead letters need a decision", link))
+    if snapshot.ambiguous:
+        link = url_for("intents.search", status="ambiguous")
+        alerts.append(Alert(f"{snapshot.ambiguous} ambiguous sends wait for reconciliation", link))
+    if snapshot.last_tick_at is None:
+        alerts.append(Alert("No worker has ticked yet: is a worker running?"))
+    else:
+        silent_seconds = (snapshot.now - snapshot.last_tick_at).total_seconds()
+        if silent_seconds > stale_after_seconds:
+            alerts.append(Alert(f"The worker has not ticked for {format_age(silent_seconds)}"))
+    return alerts
+
+
+@dataclasses.dataclass(frozen=True)
+class ChartBarShape:
+    x: float
+    width: float
+    accepted_y: float
+    accepted_height: float
+    failed_y: float
+    failed_height: float
+    label: str
+
+
+def chart_shapes(bars: list[queries.ChartBar]) -> tuple[list[ChartBarShape], int]:
+    """Lay out stacked bars (accepted below, failed on top) in the chart's box."""
+    peak = max((bar.accepted + bar.failed for bar in bars), default=0)
+    scale = (CHART_HEIGHT - 4) / peak if peak else 0
+    slot = CHART_WIDTH / max(len(bars), 1)
+    shapes = []
+    for bar in bars:
+        accepted_height = bar.accepted * scale
+        failed_height = bar.failed * scale
+        minutes_ago = len(bars) - bar.minute
+        shapes.append(
+            ChartBarShape(
+                x=round(bar.minute * slot + 1, 1),
+                width=round(slot - 2, 1),
+                accepted_y=round(CHART_HEIGHT - accepted_height, 1),
+                accepted_height=round(accepted_height, 1),
+                failed_y=round(CHART_HEIGHT - accepted_height - failed_height, 1),
+                failed_height=round(failed_height, 1),
+                label=f"{minutes_ago} min ago: {bar.accepted} accepted, {bar.failed} failed",
+            )
+        )
+    return shapes, peak
+
+
+@bp.get("/")
+@role_required("viewer")
+def index():
+    snapshot = queries.dashboard(db.session)
+    stale_after = worker_stale_after_seconds(current_settings().poll_seconds)
+    shapes, peak = chart_shapes(snapshot.chart)
+    context = dict(
+        snapshot=snapshot,
+        alerts=dashboard_alerts(snapshot, stale_after),
+        statuses=STATUSES,
+        age_buckets=queries.AGE_BUCKETS,
+        chart=shapes,
+        chart_peak=peak,
+        chart_width=CHART_WIDTH,
+        chart_height=CHART_HEIGHT,
+        accepted_last_hour=sum(bar.accepted for bar in snapshot.chart),
+        failed_last_hour=sum(bar.failed for bar in snapshot.chart),
+        refresh_seconds=REFRESH_SECONDS,
+    )
+    if request.htmx:
+        return render_template("dashboard/_panel.html", **context)
+    return render_template("dashboard/index.html", **context)
+
+
+# ---- display helpers shared by every page ------------------------------------------
+
+
+def format_age(seconds: float | None) -> str:
+    """Say a duration the way people read it: "45 s", "12 min", "3 h 5 min", "2 d 4 h"."""
+    if seconds is None:
+        return "–"
+    seconds = int(max(0, seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
+    if seconds < 3600:
+        return f"{minutes} min"
+    if seconds < 86400:
+        return f"{hours} h {minutes % 60} min" if minutes % 60 else f"{hours} h"
+    return f"{days} d {hours % 24} h" if hours % 24 else f"{days} d"
+
+
+def format_timestamp(value: dt.datetime | None) -> str:
+    """Show a UTC timestamp to the second, e.g. "2026-11-29 09:12:02"."""
+    if value is None:
+        return "–"
+    return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def init_app(app: Flask) -> None:
+    """Register the dashboard and the display filters every page uses."""
+    app.add_template_filter(format_age, "age")
+    app.add_template_filter(format_timestamp, "ts")
+    app.register_blueprint(bp)

@@ -1,0 +1,246 @@
+"""Search and trace: find intents, read one intent's timeline, and act on it."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from flask import (
+    Blueprint,
+    Flask,
+    abort,
+    flash,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+from flask_login import current_user
+
+from console import wakeup
+from console.extensions import current_settings, db
+from console.models import LANES, REQUEUEABLE_STATUSES, STATUSES
+from console.render import TemplateError, build_message, default_catalog
+from console.store import operations, queries
+from console.web.auth import has_role, role_required
+
+bp = Blueprint("intents", __name__, url_prefix="/intents")
+
+
+def _int_arg(name: str) -> int | None:
+    raw = request.args.get(name, "").strip()
+    return int(raw) if raw.isdigit() else None
+
+
+@bp.get("")
+@role_required("viewer")
+def search():
+    error = None
+    try:
+        filters = queries.SearchFilters.from_args(request.args)
+        page = queries.search_intents(db.session, filters, after=_int_arg("after"))
+    except queries.InvalidFilter as exc:
+        error = f"Search not run: {exc}."
+        filters, page = queries.SearchFilters(), queries.SearchPage([], None)
+    context = dict(
+        filters=filters,
+        page=page,
+        error=error,
+        statuses=STATUSES,
+        lanes=LANES,
+        templates=default_catalog().names(),
+        age_buckets=queries.AGE_BUCKETS,
+    )
+    if request.htmx and not error:
+        return render_template("intents/_rows.html", **context)
+    return render_template("intents/search.html", **context), 400 if error else 200
+
+
+def _detail_or_404(intent_id: int) -> queries.IntentDetail:
+    detail = queries.intent_detail(db.session, intent_id)
+    if detail is None:
+        abort(404, description=f"There is no intent {intent_id}.")
+    return detail
+
+
+def _render_detail(intent_id: int, status_code: int = 200, **extra):
+    detail = _detail_or_404(intent_id)
+    intent = detail.intent
+    context = dict(
+        detail=detail,
+        intent=intent,
+        can_act=has_role("operator"),
+        requeueable=intent.status in REQUEUEABLE_STATUSES,
+        suppression_warning=None,
+        now=dt.datetime.now(dt.UTC),
+    )
+    if context["can_act"] and context["requeueable"]:
+        context["suppression_warning"] = operations.suppression_warning(
+            db.session, intent.recipient
+        )
+    context.update(extra)
+    return render_template("intents/detail.html", **context), status_code
+
+
+@bp.get("/<int:intent_id>")
+@role_required("viewer")
+def detail(intent_id: int):
+    return _render_detail(intent_id)
+
+
+@bp.post("/<int:intent_id>/preview")
+@role_required("operator")
+def preview(intent_id: int):
+    """Render the message as the worker would build it; the look is audited."""
+    intent = _detail_or_404(intent_id).intent
+    try:
+        message = build_message(intent, mail_from=current_settings().mail_from)
+        preview = _message_parts(message)
+    except TemplateError as exc:
+        preview = {"error": f"The message cannot be rendered: {exc}"}
+    if intent.params_scrubbed_at is not None:
+        preview = {"error": "The parameters were scrubbed after the retention period."}
+    operations.record_preview(db.session, intent_id, actor=current_user.username)
+    db.session.commit()
+    if request.htmx:
+        return render_template("intents/_preview.html", preview=preview)
+    return _render_detail(intent_id, preview=preview)
+
+
+def _message_parts(message) -> dict[str, str | None]:
+    headers = {name: str(message[name]) for name in ("From", "To", "Subject", "Message-ID")}
+    text_part = message.get_body(preferencelist=("plain",))
+    html_part = message.get_body(preferencelist=("html",))
+    return {
+        "headers": headers,
+        "text": text_part.get_content() if text_part is not None else None,
+        "html": html_part.get_content() if html_part is not None else None,
+    }
+
+
+def _finish_action(intent_id: int, result: operations.ActionResult, message: str):
+    db.session.commit()
+    if result.wakes_worker:
+        wakeup.notify()
+    flash(message, "success")
+    if result.warning:
+        flash(result.warning, "warning")
+    return redirect(url_for("intents.detail", intent_id=intent_id), code=303)
+
+
+def _refused(intent_id: int, exc: operations.ActionRefused):
+    db.session.rollback()
+    status_code = 409 if isinstance(exc, operations.StaleAction) else 422
+    return _render_detail(intent_id, status_code, error=str(exc))
+
+
+def _action_arguments() -> dict[str, str | None]:
+    return dict(
+        actor=current_user.username,
+        reason=request.form.get("reason", ""),
+        expected_status=request.form.get("expected_status") or None,
+    )
+
+
+@bp.post("/<int:intent_id>/requeue")
+@role_required("operator")
+def requeue(intent_id: int):
+    try:
+        result = operations.requeue(db.session, intent_id, **_action_arguments())
+    except operations.ActionRefused as exc:
+        return _refused(intent_id, exc)
+    return _finish_action(intent_id, result, f"Requeued: {result.before_status} → pending.")
+
+
+@bp.post("/<int:intent_id>/dead-letter")
+@role_required("operator")
+def dead_letter(intent_id: int):
+    try:
+        result = operations.dead_letter(db.session, intent_id, **_action_arguments())
+    except operations.ActionRefused as exc:
+        return _refused(intent_id, exc)
+    return _finish_action(intent_id, result, "Dead-lettered: it will not be sent.")
+
+
+_RECONCILED = {
+    "accepted": "Marked accepted: the intent is submitted.",
+    "resend": "Resend ordered: the intent is pending, with the same Message-ID and key.",
+    "dead": "Dead-lettered: it will not be sent.",
+}
+
+
+@bp.post("/<int:intent_id>/reconcile")
+@role_required("operator")
+def reconcile(intent_id: int):
+    resolution = request.form.get("resolution", "")
+    try:
+        result = operations.reconcile(
+            db.session,
+            intent_id,
+            resolution=resolution,
+            provider_message_id=request.form.get("provider_message_id"),
+            **_action_arguments(),
+        )
+    except operations.ActionRefused as exc:
+        return _refused(intent_id, exc)
+    return _finish_action(intent_id, result, _RECONCILED[resolution])
+
+
+_BULK_DONE = {"requeue": "Requeued {} intents.", "dead_letter": "Dead-lettered {} intents."}
+
+
+@bp.get("/bulk")
+@role_required("operator")
+def bulk_preview():
+    """Show what a bulk action over the filtered list would do, and ask to confirm."""
+    action = request.args.get("action", "")
+    try:
+        filters = queries.SearchFilters.from_args(request.args)
+        preview = operations.preview_bulk(db.session, filters, action)
+    except (queries.InvalidFilter, operations.ActionRefused) as exc:
+        abort(400, description=str(exc))
+    return render_template("intents/bulk.html", preview=preview)
+
+
+def _previewed_at(raw: str) -> dt.datetime:
+    try:
+        value = dt.datetime.fromisoformat(raw)
+    except ValueError:
+        abort(400, description="The confirmation lacks the time of its preview.")
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+@bp.post("/bulk")
+@role_required("operator")
+def bulk_apply():
+    """Act on the previewed intents that did not change since the preview."""
+    action = request.form.get("action", "")
+    max_id = request.form.get("max_id", "")
+    if action not in operations.BULK_ACTIONS or not max_id.isdigit():
+        abort(400, description="The confirmation does not name an action and its preview.")
+    try:
+        filters = queries.SearchFilters.from_args(request.form)
+    except queries.InvalidFilter as exc:
+        abort(400, description=str(exc))
+    try:
+        acted = operations.apply_bulk(
+            db.session,
+            filters,
+            action,
+            actor=current_user.username,
+            reason=request.form.get("reason", ""),
+            max_id=int(max_id),
+            previewed_at=_previewed_at(request.form.get("previewed_at", "")),
+        )
+    except operations.ActionRefused as exc:
+        db.session.rollback()
+        preview = operations.preview_bulk(db.session, filters, action)
+        return render_template("intents/bulk.html", preview=preview, error=str(exc)), 422
+    db.session.commit()
+    if acted and action == "requeue":
+        wakeup.notify()
+    flash(_BULK_DONE[action].format(acted), "success")
+    return redirect(url_for("intents.search", **filters.as_args()), code=303)
+
+
+def init_app(app: Flask) -> None:
+    app.register_blueprint(bp)

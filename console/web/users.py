@@ -1,0 +1,75 @@
+"""Account management for admins: create accounts with a role, deactivate them."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Flask, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+from sqlalchemy import select
+
+from console.extensions import db
+from console.models import ROLES, OperatorUser
+from console.store import operations
+from console.users import UserError
+from console.web.auth import role_required
+
+bp = Blueprint("users", __name__, url_prefix="/users")
+
+
+def _render_list(status_code: int = 200, **extra):
+    users = db.session.execute(select(OperatorUser).order_by(OperatorUser.username)).scalars()
+    return render_template("users/index.html", users=list(users), roles=ROLES, **extra), status_code
+
+
+@bp.get("")
+@role_required("admin")
+def index():
+    return _render_list()
+
+
+@bp.post("")
+@role_required("admin")
+def create():
+    username = request.form.get("username", "")
+    role = request.form.get("role", "")
+    try:
+        user = operations.add_user(
+            db.session,
+            username,
+            request.form.get("password", ""),
+            role,
+            actor=current_user.username,
+        )
+        db.session.commit()
+    except UserError as exc:
+        db.session.rollback()
+        return _render_list(422, error=str(exc), username=username, role=role)
+    flash(f"Created {user.role} {user.username}.", "success")
+    return redirect(url_for("users.index"), code=303)
+
+
+def _set_active(user_id: int, active: bool):
+    try:
+        user = operations.set_user_active(db.session, user_id, active, actor=current_user.username)
+        db.session.commit()
+    except operations.ActionRefused as exc:
+        db.session.rollback()
+        status_code = 409 if isinstance(exc, operations.StaleAction) else 422
+        return _render_list(status_code, error=str(exc))
+    flash(f"{user.username} is {'active' if active else 'deactivated'}.", "success")
+    return redirect(url_for("users.index"), code=303)
+
+
+@bp.post("/<int:user_id>/deactivate")
+@role_required("admin")
+def deactivate(user_id: int):
+    return _set_active(user_id, False)
+
+
+@bp.post("/<int:user_id>/activate")
+@role_required("admin")
+def activate(user_id: int):
+    return _set_active(user_id, True)
+
+
+def init_app(app: Flask) -> None:
+    app.register_blueprint(bp)
