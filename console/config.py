@@ -120,6 +120,16 @@ def _fraction(name: str, raw: str) -> float:
     return value
 
 
+def _classify_overrides(name: str, raw: str) -> str:
+    from console.core.classify import parse_overrides
+
+    try:
+        parse_overrides(raw)
+    except ValueError as error:
+        raise ConfigError(f"{name}: {error}") from None
+    return raw.strip()
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Every setting of the product, with the environment variable it comes from."""
@@ -142,6 +152,7 @@ class Settings:
     max_params_bytes: int = 65536
     eligibility_module: str | None = None
     cookie_secure: bool = False
+    classify_overrides: str | None = None
     transport: str = "smtp"
     http_provider_url: str = "https://api.resend.com"
     http_provider_key: str | None = None
@@ -190,6 +201,7 @@ _PARSERS = {
     "CONSOLE_MAX_PARAMS_BYTES": ("max_params_bytes", _positive_int),
     "CONSOLE_ELIGIBILITY_MODULE": ("eligibility_module", _string),
     "CONSOLE_COOKIE_SECURE": ("cookie_secure", _boolean),
+    "CONSOLE_CLASSIFY_OVERRIDES": ("classify_overrides", _classify_overrides),
     "CONSOLE_TRANSPORT": ("transport", _transport),
     "CONSOLE_HTTP_PROVIDER_URL": ("http_provider_url", _http_url),
     "CONSOLE_HTTP_PROVIDER_KEY": ("http_provider_key", _string),

@@ -48,6 +48,7 @@ class SendResult:
     """What happened to one attempt, as seen by the transport."""
 
     stage: str
+    protocol: str = "smtp"  # "smtp" or "http": which rows of the classifier apply
     code: int | None = None  # SMTP reply code or HTTP status
     enhanced_status: str | None = None  # e.g. "5.1.1"
     reply_text: str | None = None  # the 250 text often carries the relay's queue id
@@ -56,16 +57,25 @@ class SendResult:
     error_type: str | None = None  # the exception class name, for the classifier
     retry_after_seconds: float | None = None
     duration_ms: int | None = None
+    # True when the request carried an idempotency key the provider honours, so a
+    # retry after an unknown outcome cannot produce a second message.
+    idempotency_honoured: bool = False
 
 
 # Called by a transport before it moves an email to a new stage; the worker
 # persists DATA_SENT before returning so a crash after it is seen as ambiguous.
+# When the callback raises (the worker lost its lease), the transport must not go
+# on to that stage: it reports the failure at the stage it had reached.
 StageCallback = Callable[[OutgoingEmail, str], Awaitable[None]]
 
 
 class Transport(Protocol):
     async def send(self, email: OutgoingEmail, on_stage: StageCallback) -> SendResult:
-        """Send one email, calling `on_stage` as it goes; never raise for a send failure."""
+        """Send one email, calling `on_stage` as it goes; never raise for a send failure.
+
+        Calls ``on_stage(email, DATA_SENT)`` and waits for it *before* the first
+        byte of the body (or HTTP request) leaves the process.
+        """
         ...
 
     async def close(self) -> None:
