@@ -1,0 +1,157 @@
+"""Turn what a transport saw into an outcome (DESIGN §5).
+
+``classify(result)`` is a pure function of a ``SendResult``. Operators can move
+individual SMTP reply codes or enhanced status codes to another outcome with
+``CONSOLE_CLASSIFY_OVERRIDES`` (e.g. ``"552=transient,4.7.1=permanent"``): an
+enhanced status override wins over a reply code override.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+
+from console.transports.base import CONNECTING, SendResult, handed_over
+
+ACCEPTED = "accepted"
+TRANSIENT = "transient"
+PERMANENT = "permanent"
+AMBIGUOUS = "ambiguous"
+OUTCOMES = (ACCEPTED, TRANSIENT, PERMANENT, AMBIGUOUS)
+OVERRIDABLE_OUTCOMES = (TRANSIENT, PERMANENT)
+
+RENDER_ERROR = "RenderError"  # error_type of a message that could not be built
+HTTP_TRANSIENT_CODES = frozenset({429, 502, 503, 504})
+HTTP_ALERT_CODES = frozenset({401, 403})
+
+_ENHANCED_STATUS = re.compile(r"^([245])\.(\d{1,3})\.(\d{1,3})(?=\s|$)")
+_REASON_TEXT_LIMIT = 200
+
+
+@dataclasses.dataclass(frozen=True)
+class Classification:
+    """The outcome of one attempt, with a short reason fit for the timeline."""
+
+    outcome: str
+    reason: str
+    alert: bool = False  # a configuration problem, not the recipient's: tell an operator
+    retry_after_seconds: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Overrides:
+    """Reply codes and enhanced status codes whose outcome is configured."""
+
+    by_code: Mapping[int, str] = dataclasses.field(default_factory=dict)
+    by_enhanced_status: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def lookup(self, code: int, enhanced_status: str | None) -> str | None:
+        if enhanced_status is not None and enhanced_status in self.by_enhanced_status:
+            return self.by_enhanced_status[enhanced_status]
+        return self.by_code.get(code)
+
+
+NO_OVERRIDES = Overrides()
+
+
+def parse_overrides(text: str | None) -> Overrides:
+    """Parse ``"552=transient,4.7.1=permanent"``; ValueError names the bad entry."""
+    by_code: dict[int, str] = {}
+    by_enhanced: dict[str, str] = {}
+    for entry in (text or "").split(","):
+        entry = entry.strip()
+        if not entry:
+            continue
+        key, _, outcome = (part.strip() for part in entry.partition("="))
+        if outcome not in OVERRIDABLE_OUTCOMES:
+            raise ValueError(f"{entry!r}: the outcome must be 'transient' or 'permanent'")
+        if re.fullmatch(r"[45]\d\d", key):
+            by_code[int(key)] = outcome
+        elif _ENHANCED_STATUS.fullmatch(key) and key[0] in "45":
+            by_enhanced[key] = outcome
+        else:
+            raise ValueError(f"{entry!r}: expected a 4yz/5yz reply code or an enhanced status")
+    return Overrides(by_code, by_enhanced)
+
+
+def enhanced_status_of(reply_text: str | None) -> str | None:
+    """Return the RFC 3463 enhanced status at the start of `reply_text`, if any."""
+    match = _ENHANCED_STATUS.match(reply_text or "")
+    return ".".join(match.groups()) if match else None
+
+
+def classify(result: SendResult, overrides: Overrides = NO_OVERRIDES) -> Classification:
+    """Return the outcome of `result` by the rules of DESIGN §5."""
+    if result.error_type == RENDER_ERROR:
+        return Classification(PERMANENT, _reason("message could not be built", result))
+    if result.protocol == "http":
+        return _classify_http(result)
+    return _classify_smtp(result, overrides)
+
+
+def _classify_smtp(result: SendResult, overrides: Overrides) -> Classification:
+    code = result.code
+    if code is None:
+        if handed_over(result.stage):
+            return Classification(AMBIGUOUS, _reason("no reply after the body was sent", result))
+        return Classification(TRANSIENT, _reason("nothing was handed over", result))
+    if 200 <= code < 300:
+        if handed_over(result.stage):
+            return Classification(ACCEPTED, _reason("accepted", result))
+        return Classification(TRANSIENT, _reason("success reply before the body", result))
+    enhanced = result.enhanced_status or enhanced_status_of(result.reply_text)
+    configured = overrides.lookup(code, enhanced) if 400 <= code < 600 else None
+    if configured is not None:
+        return Classification(configured, _reason(f"configured {configured}", result))
+    if 400 <= code < 500:
+        return Classification(TRANSIENT, _reason("temporary failure", result))
+    if 500 <= code < 600 and result.stage == CONNECTING:
+        # Refused at greeting, EHLO, STARTTLS or AUTH: the relay or our credentials,
+        # never the recipient; nothing was handed over, so retrying is safe.
+        return Classification(TRANSIENT, _reason("connection refused", result), alert=True)
+    if 500 <= code < 600:
+        return Classification(PERMANENT, _reason("permanent failure", result))
+    return Classification(AMBIGUOUS, _reason("unexpected reply", result))
+
+
+def _classify_http(result: SendResult) -> Classification:
+    code = result.code
+    retry_after = result.retry_after_seconds
+    if code is None:
+        if not handed_over(result.stage):
+            return Classification(TRANSIENT, _reason("request was not sent", result))
+        return _unknown_http_outcome(result, "no complete response")
+    if 200 <= code < 300:
+        return Classification(ACCEPTED, _reason("accepted", result))
+    if code in HTTP_TRANSIENT_CODES:
+        return Classification(TRANSIENT, _reason("provider busy", result), False, retry_after)
+    if 400 <= code < 500:
+        alert = code in HTTP_ALERT_CODES
+        return Classification(PERMANENT, _reason("request refused", result), alert)
+    if code >= 500:
+        return _unknown_http_outcome(result, "provider error")
+    return Classification(PERMANENT, _reason("unexpected response", result), alert=True)
+
+
+def _unknown_http_outcome(result: SendResult, what: str) -> Classification:
+    if result.idempotency_honoured:
+        reason = _reason(f"{what}; the idempotency key makes a retry safe", result)
+        return Classification(TRANSIENT, reason, False, result.retry_after_seconds)
+    return Classification(AMBIGUOUS, _reason(what, result))
+
+
+def _reason(summary: str, result: SendResult) -> str:
+    """Say what happened in one short line: code, enhanced status, stage, reply or error."""
+    parts = []
+    if result.code is not None:
+        parts.append(str(result.code))
+    enhanced = result.enhanced_status or enhanced_status_of(result.reply_text)
+    if enhanced and result.protocol == "smtp":
+        parts.append(enhanced)
+    parts.append(f"{summary} at {result.stage}")
+    detail = result.reply_text if result.code is not None else result.error
+    if detail:
+        detail = " ".join(detail.split())[:_REASON_TEXT_LIMIT]
+        parts.append(f"({detail})")
+    return " ".join(parts)
