@@ -1,0 +1,117 @@
+"""The circuit breaker of a lane (retry budget), as pure decisions.
+
+``closed``: mail flows; each worker keeps a window of its last N outcomes. When
+the share of attempts that were not accepted reaches the threshold (with at
+least half a window seen), the breaker opens: the lane pauses for
+``open_seconds``, doubled on each consecutive trip up to ``max_open_seconds``.
+When the pause is over one worker moves it to ``half_open`` and sends a single
+probe; an accepted probe closes the breaker, any other outcome opens it again.
+A probe that never reports (its worker died) is given up after
+``probe_timeout_seconds`` and another probe may go.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections import deque
+
+from console.core.classify import ACCEPTED
+
+CLOSED = "closed"
+OPEN = "open"
+HALF_OPEN = "half_open"
+
+# What a worker may do with a lane right now.
+NORMAL = "normal"  # claim as usual
+PAUSED = "paused"  # claim nothing from this lane
+PROBE = "probe"  # try to become the one worker that sends a single probe
+
+
+@dataclasses.dataclass(frozen=True)
+class BreakerPolicy:
+    window_attempts: int = 50
+    failure_rate: float = 0.5
+    open_seconds: float = 30.0
+    max_open_seconds: float = 900.0
+    probe_timeout_seconds: float = 120.0
+
+    @property
+    def min_attempts(self) -> int:
+        """How many outcomes a window needs before its rate may trip the breaker."""
+        return max(1, self.window_attempts // 2)
+
+    def pause_seconds(self, trips: int) -> float:
+        """Return how long the lane pauses after its `trips`-th consecutive trip."""
+        exponent = min(max(trips - 1, 0), 32)
+        return min(self.open_seconds * 2**exponent, self.max_open_seconds)
+
+
+@dataclasses.dataclass(frozen=True)
+class BreakerState:
+    state: str = CLOSED
+    trips: int = 0  # consecutive openings without an accepted probe
+    failure_rate: float | None = None
+    opened_at: dt.datetime | None = None
+    resume_at: dt.datetime | None = None  # open: a probe may go; half open: probe given up
+
+
+class FailureWindow:
+    """The last `size` attempt outcomes seen by one worker for one lane."""
+
+    def __init__(self, size: int) -> None:
+        self._outcomes: deque[bool] = deque(maxlen=size)
+
+    def record(self, outcome: str) -> None:
+        self._outcomes.append(outcome != ACCEPTED)
+
+    def rate(self) -> float:
+        """Return the share of outcomes that were not accepted (0 when empty)."""
+        return sum(self._outcomes) / len(self._outcomes) if self._outcomes else 0.0
+
+    def __len__(self) -> int:
+        return len(self._outcomes)
+
+    def clear(self) -> None:
+        self._outcomes.clear()
+
+
+def should_trip(
+    state: BreakerState, window: FailureWindow, policy: BreakerPolicy, now: dt.datetime
+) -> BreakerState | None:
+    """Return the opened state when a closed breaker's window crossed the threshold."""
+    if state.state != CLOSED or len(window) < policy.min_attempts:
+        return None
+    rate = window.rate()
+    if rate < policy.failure_rate:
+        return None
+    return _opened(state.trips + 1, rate, policy, now)
+
+
+def _opened(trips: int, rate: float | None, policy: BreakerPolicy, now: dt.datetime):
+    pause = dt.timedelta(seconds=policy.pause_seconds(trips))
+    return BreakerState(OPEN, trips, rate, opened_at=now, resume_at=now + pause)
+
+
+def claim_mode(state: BreakerState, now: dt.datetime) -> str:
+    """Say whether a worker may claim from the lane, must wait, or may try to probe."""
+    if state.state == CLOSED:
+        return NORMAL
+    if state.resume_at is not None and now >= state.resume_at:
+        return PROBE
+    return PAUSED
+
+
+def start_probe(state: BreakerState, policy: BreakerPolicy, now: dt.datetime) -> BreakerState:
+    """Return the half-open state of the worker that sends the probe."""
+    give_up_at = now + dt.timedelta(seconds=policy.probe_timeout_seconds)
+    return dataclasses.replace(state, state=HALF_OPEN, resume_at=give_up_at)
+
+
+def after_probe(
+    state: BreakerState, outcome: str, policy: BreakerPolicy, now: dt.datetime
+) -> BreakerState:
+    """Close on an accepted probe; otherwise open again, for longer."""
+    if outcome == ACCEPTED:
+        return BreakerState(CLOSED, trips=0, failure_rate=0.0)
+    return _opened(state.trips + 1, state.failure_rate, policy, now)
