@@ -172,7 +172,7 @@ def _dialect(session: Session) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class ChartBar:
-    minute: int  # 0 = the oldest minute of the hour shown
+    minute: int  # 0 = the oldest minute shown, CHART_MINUTES - 1 = the current minute
     accepted: int
     failed: int
 
@@ -251,8 +251,8 @@ def _minute_expression(dialect: str, since: dt.datetime) -> ColumnElement[int]:
 
 
 def _attempt_chart(session: Session, now: dt.datetime) -> list[ChartBar]:
-    """Attempts started per minute over the last hour: accepted and failed."""
-    since = now - dt.timedelta(minutes=CHART_MINUTES)
+    """Attempts started per clock minute over the last hour (the last bar is this minute)."""
+    since = now.replace(second=0, microsecond=0) - dt.timedelta(minutes=CHART_MINUTES - 1)
     minute = _minute_expression(_dialect(session), since).label("minute")
     failed = case((Attempt.outcome.in_(FAILED_OUTCOMES), 1), else_=0)
     accepted = case((Attempt.outcome == "accepted", 1), else_=0)
@@ -272,6 +272,7 @@ class TimelineEntry:
     title: str
     facts: list[tuple[str, Any]]  # label -> value, only the present ones
     actor: str | None = None
+    event_id: int | None = None  # a provider event's own page
 
 
 @dataclasses.dataclass(frozen=True)
@@ -351,7 +352,8 @@ def _provider_event_entry(event: ProviderEvent) -> TimelineEntry:
         ("received", event.received_at),
     )
     at = event.occurred_at or event.received_at
-    return TimelineEntry(at, "provider_event", f"Provider: {kind}", facts, actor=event.source)
+    title = f"Provider: {kind}"
+    return TimelineEntry(at, "provider_event", title, facts, actor=event.source, event_id=event.id)
 
 
 def _operator_entry(entry: AuditEntry) -> TimelineEntry:

@@ -18,6 +18,7 @@ def init_app(app: Flask) -> None:
     from console.web import ops
 
     app.register_blueprint(ops.bp)
-    from console.web import webhooks
+    from console.web import events, webhooks
 
     app.register_blueprint(webhooks.bp)
+    events.init_app(app)
