@@ -1,0 +1,486 @@
+"""Every query of the send loop (DESIGN §4), in the order a tick runs them.
+
+- ``beat``: the worker's heartbeat row;
+- ``sweep_expired_leases``: intents whose worker went silent;
+- ``claim_due`` (T1): lock a bounded batch of due intents, critical lane first,
+  recheck them, lease the rest and insert one attempt each;
+- ``mark_data_sent``: commit "the body may leave now" before it does;
+- ``record_outcome`` (T2): compare-and-set on the lease token;
+- ``release``: give back claimed intents that were never handed to the transport.
+
+PostgreSQL locks the batch with ``FOR UPDATE SKIP LOCKED``; SQLite has a single
+writer, and claims with one ``UPDATE ... RETURNING`` that marks the rows
+``sending`` before anyone else can see them ``pending``. Every later write is
+guarded by the lease token (intents) or ``finished_at IS NULL`` (attempts), so
+concurrent workers and sweeps cannot both win.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import secrets
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import insert, literal, select, union_all, update
+from sqlalchemy.orm import Session
+
+from console.core.classify import Classification, enhanced_status_of
+from console.core.lifecycle import Decision
+from console.models import (
+    LANES,
+    PENDING,
+    SENDING,
+    SUBMITTED,
+    Attempt,
+    Intent,
+    Suppression,
+    WorkerHeartbeat,
+)
+from console.transports.base import CLAIMED, DATA_SENT, SendResult
+
+REPLY_TEXT_LIMIT = 2000
+ERROR_TEXT_LIMIT = 1000
+SWEEP_BATCH_SIZE = 200
+
+_DUE_COLUMNS = (
+    Intent.id,
+    Intent.message_id,
+    Intent.idempotency_key,
+    Intent.recipient,
+    Intent.template,
+    Intent.template_version,
+    Intent.params,
+    Intent.lane,
+    Intent.purpose,
+    Intent.event,
+    Intent.created_at,
+    Intent.expires_at,
+    Intent.attempt_count,
+    Intent.next_attempt_at,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class DueIntent:
+    """The columns of an intent that claiming and sending need."""
+
+    id: int
+    message_id: str
+    idempotency_key: str
+    recipient: str
+    template: str
+    template_version: int
+    params: dict[str, Any] | None
+    lane: str
+    purpose: str | None
+    event: str | None
+    created_at: dt.datetime
+    expires_at: dt.datetime | None
+    attempt_count: int  # attempts before this claim
+    next_attempt_at: dt.datetime
+
+    @classmethod
+    def from_row(cls, row: Any) -> DueIntent:
+        return cls(*row[: len(_DUE_COLUMNS)])
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """An intent leased to this worker, and the attempt row recording the try."""
+
+    intent: DueIntent
+    attempt_id: int
+    attempt_number: int  # the intent's attempt_count including this attempt
+    lease_token: str
+    lease_expires_at: dt.datetime
+
+
+@dataclasses.dataclass
+class ClaimBatch:
+    claims: list[Claim]
+    not_sent: list[tuple[DueIntent, Decision]]  # expired, suppressed, cancelled or deferred
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpiredLease:
+    """An intent still ``sending`` after its lease ran out, and how far its attempt got."""
+
+    intent: DueIntent
+    lease_token: str
+    attempt_id: int | None
+    stage: str
+
+
+# (intent, recipient suppressed?, session) -> None to send it, else where it goes instead
+Screen = Callable[[DueIntent, bool, Session], Decision | None]
+JudgeExpiredLease = Callable[[ExpiredLease], tuple[Classification, Decision]]
+
+
+def beat(
+    session: Session,
+    *,
+    worker_id: str,
+    host: str,
+    pid: int,
+    started_at: dt.datetime,
+    now: dt.datetime,
+) -> None:
+    """Insert or refresh this worker's heartbeat row, and commit."""
+    insert_for = _dialect_insert(session)
+    statement = insert_for(WorkerHeartbeat).values(
+        worker_id=worker_id, host=host, pid=pid, started_at=started_at, last_tick_at=now
+    )
+    statement = statement.on_conflict_do_update(
+        index_elements=["worker_id"], set_={"last_tick_at": statement.excluded.last_tick_at}
+    )
+    session.execute(statement)
+    session.commit()
+
+
+def claim_due(
+    session: Session,
+    *,
+    now: dt.datetime,
+    limit: int,
+    lease_seconds: float,
+    worker_id: str,
+    screen: Screen,
+) -> ClaimBatch:
+    """T1: lease up to `limit` due intents (critical lane first), and commit.
+
+    Each locked intent is first offered to `screen` (expiry, suppression,
+    eligibility); those it returns a decision for are closed with it instead.
+    """
+    due = _lock_due(session, now, limit)
+    if not due:
+        session.commit()
+        return ClaimBatch([], [])
+    suppressed = _suppressed_among(session, {intent.recipient.lower() for intent in due})
+    to_send: list[DueIntent] = []
+    not_sent: list[tuple[DueIntent, Decision]] = []
+    for intent in due:
+        decision = screen(intent, intent.recipient.lower() in suppressed, session)
+        if decision is None:
+            to_send.append(intent)
+        else:
+            not_sent.append((intent, decision))
+    _close(session, not_sent, now)
+    claims = _lease(session, to_send, now, now + dt.timedelta(seconds=lease_seconds), worker_id)
+    session.commit()
+    return ClaimBatch(claims, not_sent)
+
+
+def _lock_due(session: Session, now: dt.datetime, limit: int) -> list[DueIntent]:
+    if session.get_bind().dialect.name == "postgresql":
+        return _lock_due_skip_locked(session, now, limit)
+    return _mark_due_sending(session, now, limit)
+
+
+def _due_in_lane(lane: str, now: dt.datetime):
+    return (
+        select(*_DUE_COLUMNS)
+        .where(Intent.status == PENDING, Intent.lane == lane, Intent.next_attempt_at <= now)
+        .order_by(Intent.next_attempt_at)
+    )
+
+
+def _lock_due_skip_locked(session: Session, now: dt.datetime, limit: int) -> list[DueIntent]:
+    """PostgreSQL: lock due rows lane by lane, skipping rows other workers hold."""
+    due: list[DueIntent] = []
+    for lane in LANES:
+        remaining = limit - len(due)
+        if remaining <= 0:
+            break
+        query = (
+            _due_in_lane(lane, now).limit(remaining).with_for_update(skip_locked=True, of=Intent)
+        )
+        due += [DueIntent.from_row(row) for row in session.execute(query)]
+    return due
+
+
+def _mark_due_sending(session: Session, now: dt.datetime, limit: int) -> list[DueIntent]:
+    """SQLite: one UPDATE ... RETURNING takes the write lock and the batch at once."""
+    per_lane = []
+    for rank, lane in enumerate(LANES):
+        lane_due = _due_in_lane(lane, now).with_only_columns(Intent.id, Intent.next_attempt_at)
+        lane_due = lane_due.limit(limit).subquery()
+        per_lane.append(
+            select(lane_due.c.id, literal(rank).label("lane_rank"), lane_due.c.next_attempt_at)
+        )
+    ranked = union_all(*per_lane).subquery()
+    chosen = select(ranked.c.id).order_by(ranked.c.lane_rank, ranked.c.next_attempt_at).limit(limit)
+    statement = (
+        update(Intent)
+        .where(Intent.id.in_(chosen), Intent.status == PENDING)
+        .values(status=SENDING, updated_at=now)
+        .returning(*_DUE_COLUMNS)
+        .execution_options(synchronize_session=False)
+    )
+    due = [DueIntent.from_row(row) for row in session.execute(statement)]
+    lane_rank = {lane: rank for rank, lane in enumerate(LANES)}
+    return sorted(due, key=lambda intent: (lane_rank[intent.lane], intent.next_attempt_at))
+
+
+def _suppressed_among(session: Session, recipients: set[str]) -> set[str]:
+    query = select(Suppression.recipient).where(Suppression.recipient.in_(recipients))
+    return set(session.execute(query).scalars())
+
+
+def _close(session: Session, not_sent: list[tuple[DueIntent, Decision]], now: dt.datetime) -> None:
+    """Move intents that must not be sent now to their decided status (no attempt)."""
+    if not not_sent:
+        return
+    rows = []
+    for intent, decision in not_sent:
+        row = dict(
+            id=intent.id,
+            status=decision.status,
+            status_reason=decision.reason,
+            lease_token=None,
+            lease_expires_at=None,
+            updated_at=now,
+        )
+        if decision.next_attempt_at is not None:
+            row["next_attempt_at"] = decision.next_attempt_at
+        rows.append(row)
+    for keys in {tuple(sorted(row)) for row in rows}:  # one executemany per column set
+        session.execute(update(Intent), [row for row in rows if tuple(sorted(row)) == keys])
+
+
+def _lease(
+    session: Session,
+    due: Sequence[DueIntent],
+    now: dt.datetime,
+    lease_expires_at: dt.datetime,
+    worker_id: str,
+) -> list[Claim]:
+    """Give each intent a fresh lease token and one new attempt row."""
+    if not due:
+        return []
+    tokens = [secrets.token_hex(16) for _ in due]
+    session.execute(
+        update(Intent),
+        [
+            dict(
+                id=intent.id,
+                status=SENDING,
+                lease_token=token,
+                lease_expires_at=lease_expires_at,
+                attempt_count=intent.attempt_count + 1,
+                updated_at=now,
+            )
+            for intent, token in zip(due, tokens, strict=True)
+        ],
+    )
+    attempt_ids = (
+        session.execute(
+            insert(Attempt).returning(Attempt.id, sort_by_parameter_order=True),
+            [
+                dict(
+                    intent_id=intent.id,
+                    attempt_number=intent.attempt_count + 1,
+                    lease_token=token,
+                    worker_id=worker_id,
+                    stage=CLAIMED,
+                    started_at=now,
+                )
+                for intent, token in zip(due, tokens, strict=True)
+            ],
+        )
+        .scalars()
+        .all()
+    )
+    return [
+        Claim(intent, attempt_id, intent.attempt_count + 1, token, lease_expires_at)
+        for intent, token, attempt_id in zip(due, tokens, attempt_ids, strict=True)
+    ]
+
+
+def mark_data_sent(session: Session, attempt_id: int) -> bool:
+    """Commit that the body is about to leave; False when the lease was swept meanwhile."""
+    result = session.execute(
+        update(Attempt)
+        .where(Attempt.id == attempt_id, Attempt.finished_at.is_(None))
+        .values(stage=DATA_SENT)
+    )
+    session.commit()
+    return result.rowcount == 1
+
+
+def record_outcome(
+    session: Session,
+    claim: Claim,
+    result: SendResult,
+    classification: Classification,
+    decision: Decision,
+    now: dt.datetime,
+) -> bool:
+    """T2: move the intent only if this lease still holds it; False for a stale worker."""
+    values: dict[str, Any] = dict(
+        status=decision.status,
+        status_reason=decision.reason,
+        lease_token=None,
+        lease_expires_at=None,
+        updated_at=now,
+    )
+    if decision.next_attempt_at is not None:
+        values["next_attempt_at"] = decision.next_attempt_at
+    if decision.status == SUBMITTED:
+        values.update(submitted_at=now, provider_message_id=result.provider_message_id)
+    moved = session.execute(
+        update(Intent)
+        .where(
+            Intent.id == claim.intent.id,
+            Intent.status == SENDING,
+            Intent.lease_token == claim.lease_token,
+        )
+        .values(**values)
+    )
+    if moved.rowcount != 1:
+        session.rollback()
+        return False
+    session.execute(
+        update(Attempt)
+        .where(Attempt.id == claim.attempt_id)
+        .values(
+            stage=result.stage,
+            finished_at=now,
+            outcome=classification.outcome,
+            reply_code=result.code,
+            enhanced_status=_enhanced_status(result),
+            reply_text=_clip(result.reply_text, REPLY_TEXT_LIMIT),
+            error=_clip(result.error, ERROR_TEXT_LIMIT),
+            provider_message_id=result.provider_message_id,
+            duration_ms=result.duration_ms,
+        )
+    )
+    session.commit()
+    return True
+
+
+def _enhanced_status(result: SendResult) -> str | None:
+    if result.protocol != "smtp":
+        return result.enhanced_status
+    return result.enhanced_status or enhanced_status_of(result.reply_text)
+
+
+def sweep_expired_leases(
+    session: Session, *, now: dt.datetime, judge: JudgeExpiredLease
+) -> list[tuple[ExpiredLease, Decision]]:
+    """Close the attempts of silent workers and move their intents as `judge` decides."""
+    query = (
+        select(*_DUE_COLUMNS, Intent.lease_token, Attempt.id)
+        .outerjoin(
+            Attempt,
+            (Attempt.intent_id == Intent.id) & (Attempt.lease_token == Intent.lease_token),
+        )
+        .where(Intent.status == SENDING, Intent.lease_expires_at < now)
+        .limit(SWEEP_BATCH_SIZE)
+    )
+    if session.get_bind().dialect.name == "postgresql":
+        query = query.with_for_update(skip_locked=True, of=Intent)
+    swept = []
+    for row in session.execute(query).all():
+        lease = _close_silent_attempt(session, row, now)
+        if lease is None:
+            continue
+        classification, decision = judge(lease)
+        if _settle_expired_lease(session, lease, classification, decision, now):
+            swept.append((lease, decision))
+    session.commit()
+    return swept
+
+
+def _close_silent_attempt(session: Session, row: Any, now: dt.datetime) -> ExpiredLease | None:
+    """Finish the attempt first: from then on its worker can no longer mark DATA_SENT."""
+    intent, lease_token, attempt_id = DueIntent.from_row(row), row[-2], row[-1]
+    if attempt_id is None:
+        return ExpiredLease(intent, lease_token, None, CLAIMED)
+    stage = session.execute(
+        update(Attempt)
+        .where(Attempt.id == attempt_id, Attempt.finished_at.is_(None))
+        .values(finished_at=now)
+        .returning(Attempt.stage)
+    ).scalar_one_or_none()
+    if stage is None:
+        return None
+    return ExpiredLease(intent, lease_token, attempt_id, stage)
+
+
+def _settle_expired_lease(
+    session: Session,
+    lease: ExpiredLease,
+    classification: Classification,
+    decision: Decision,
+    now: dt.datetime,
+) -> bool:
+    values: dict[str, Any] = dict(
+        status=decision.status,
+        status_reason=decision.reason,
+        lease_token=None,
+        lease_expires_at=None,
+        updated_at=now,
+    )
+    if decision.next_attempt_at is not None:
+        values["next_attempt_at"] = decision.next_attempt_at
+    moved = session.execute(
+        update(Intent)
+        .where(
+            Intent.id == lease.intent.id,
+            Intent.status == SENDING,
+            Intent.lease_token == lease.lease_token,
+        )
+        .values(**values)
+    )
+    if moved.rowcount != 1:
+        return False
+    if lease.attempt_id is not None:
+        session.execute(
+            update(Attempt)
+            .where(Attempt.id == lease.attempt_id)
+            .values(
+                outcome=classification.outcome, error=_clip(classification.reason, ERROR_TEXT_LIMIT)
+            )
+        )
+    return True
+
+
+def release(session: Session, claims: Sequence[Claim], now: dt.datetime) -> int:
+    """Give back claims that never reached the transport: pending again, attempt removed."""
+    released = 0
+    for claim in claims:
+        moved = session.execute(
+            update(Intent)
+            .where(
+                Intent.id == claim.intent.id,
+                Intent.status == SENDING,
+                Intent.lease_token == claim.lease_token,
+            )
+            .values(
+                status=PENDING,
+                lease_token=None,
+                lease_expires_at=None,
+                attempt_count=Intent.attempt_count - 1,
+                next_attempt_at=now,
+                updated_at=now,
+            )
+        )
+        if moved.rowcount == 1:
+            session.execute(Attempt.__table__.delete().where(Attempt.id == claim.attempt_id))
+            released += 1
+    session.commit()
+    return released
+
+
+def _dialect_insert(session: Session):
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    return dialect_insert
+
+
+def _clip(text: str | None, limit: int) -> str | None:
+    return text[:limit] if text else text

@@ -1,0 +1,431 @@
+"""The send loop: claim (T1), send outside any transaction, record (T2). No Flask here.
+
+A ``Worker`` takes a session factory, a transport, a clock and its settings.
+``run_once(now)`` runs one tick: heartbeat, lease-expiry sweep, then one bounded
+batch claimed, sent over up to ``concurrency`` transport connections, and
+recorded one by one. ``console worker`` and the scheduler of ``console serve``
+call it in a loop; tests call it tick by tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import datetime as dt
+import logging
+import os
+import random as _random
+import secrets
+import signal
+import socket
+import threading
+from collections.abc import Callable
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from console import metrics
+from console.config import Settings
+from console.core.backoff import Backoff
+from console.core.classify import RENDER_ERROR, Overrides, classify, parse_overrides
+from console.core.lifecycle import (
+    PENDING,
+    Decision,
+    IntentFacts,
+    RetryPolicy,
+    TemplateRules,
+    classify_lease_expiry,
+    decide_after_attempt,
+    decide_at_claim,
+)
+from console.database import make_engine, make_session_factory
+from console.eligibility import EligibilityPolicy
+from console.models import utcnow
+from console.render import TemplateCatalog, TemplateError, default_catalog
+from console.serialize import serialize_message
+from console.store import claims as store
+from console.store.events import match_unmatched_events
+from console.transports.base import (
+    CLAIMED,
+    DATA_SENT,
+    ENVELOPE,
+    OutgoingEmail,
+    SendResult,
+    Transport,
+    handed_over,
+)
+from console.transports.smtp import SmtpTransport, envelope_address
+
+log = logging.getLogger(__name__)
+
+# Test-only: CONSOLE_TEST_CRASH_AT=<point> makes the worker SIGKILL itself there.
+CRASH_POINTS = ("claimed", "envelope", "data_sent", "before_record")
+
+
+class LeaseLost(RuntimeError):
+    """The lease-expiry sweep took this attempt back before its body was handed over."""
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerSettings:
+    """The part of the product's settings the send loop needs."""
+
+    mail_from: str
+    retry: RetryPolicy
+    batch_size: int = 50
+    lease_seconds: float = 300.0
+    concurrency: int = 1
+    overrides: Overrides = Overrides()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WorkerSettings:
+        backoff = Backoff(
+            settings.retry_base_seconds, settings.retry_cap_seconds, settings.retry_floor_seconds
+        )
+        return cls(
+            mail_from=settings.mail_from,
+            retry=RetryPolicy(backoff, settings.max_attempts, settings.max_age_seconds),
+            batch_size=settings.batch_size,
+            lease_seconds=settings.lease_seconds,
+            concurrency=settings.smtp_connections,
+            overrides=parse_overrides(settings.classify_overrides),
+        )
+
+
+@dataclasses.dataclass
+class TickReport:
+    """What one tick did, for loops (was the batch full?) and tests."""
+
+    claimed: int = 0
+    swept: int = 0
+    stale: int = 0
+    released: int = 0
+    statuses: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+
+
+def new_worker_id() -> str:
+    """Return ``host:pid:random``, unique among every worker sharing the database."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+class Worker:
+    """Claims, sends and records; one tick at a time."""
+
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        transport: Transport,
+        settings: WorkerSettings,
+        *,
+        clock: Callable[[], dt.datetime] = utcnow,
+        catalog: TemplateCatalog | None = None,
+        eligibility: EligibilityPolicy | None = None,
+        random: Callable[[], float] = _random.random,
+        worker_id: str | None = None,
+        crash_at: str | None = None,
+    ) -> None:
+        if crash_at is not None and crash_at not in CRASH_POINTS:
+            raise ValueError(f"unknown crash point {crash_at!r}: expected one of {CRASH_POINTS}")
+        self.session_factory = session_factory
+        self.transport = transport
+        self.settings = settings
+        self.clock = clock
+        self.catalog = catalog or default_catalog()
+        self.eligibility = eligibility or EligibilityPolicy()
+        self.random = random
+        self.worker_id = worker_id or new_worker_id()
+        self.started_at = clock()
+        self._crash_at = crash_at
+        self._stopping = threading.Event()
+        self._runner = asyncio.Runner()
+        self._owned_engine: Engine | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **options) -> Worker:
+        """A worker on the configured database and transport, with its own engine."""
+        engine = make_engine(settings.database_url)
+        worker = cls(
+            make_session_factory(engine),
+            make_transport(settings),
+            WorkerSettings.from_settings(settings),
+            eligibility=EligibilityPolicy.from_module(settings.eligibility_module),
+            **options,
+        )
+        worker._owned_engine = engine
+        return worker
+
+    def run_once(self, now: dt.datetime | None = None) -> TickReport:
+        """Run one tick at `now` (default: the clock) and return what it did."""
+        return self._runner.run(self.tick(now or self.clock()))
+
+    def request_stop(self) -> None:
+        """Finish the sends in flight, give back the rest of the batch, claim no more."""
+        self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def close(self) -> None:
+        """Close the transport's connections, the event loop and an engine of its own."""
+        self._runner.run(self.transport.close())
+        self._runner.close()
+        if self._owned_engine is not None:
+            self._owned_engine.dispose()
+
+    async def tick(self, now: dt.datetime) -> TickReport:
+        report = TickReport()
+        metrics.record_tick()
+        self._housekeeping(now, report)
+        if self.stopping:
+            return report
+        with self.session_factory() as session:
+            batch = store.claim_due(
+                session,
+                now=now,
+                limit=self.settings.batch_size,
+                lease_seconds=self.settings.lease_seconds,
+                worker_id=self.worker_id,
+                screen=self._screen,
+            )
+        for intent, decision in batch.not_sent:
+            report.statuses[decision.status] += 1
+            _log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
+        report.claimed = len(batch.claims)
+        if not batch.claims:
+            await self.transport.close()  # idle: do not keep connections the relay will drop
+            return report
+        self._crash_if("claimed")
+        await self._send_batch(batch.claims, report)
+        return report
+
+    def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
+        with self.session_factory() as session:
+            store.beat(
+                session,
+                worker_id=self.worker_id,
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                started_at=self.started_at,
+                now=now,
+            )
+            swept = store.sweep_expired_leases(
+                session, now=now, judge=lambda lease: self._judge_expired_lease(lease, now)
+            )
+            match_unmatched_events(session, now=now)  # provider events that came before their id
+            session.commit()
+        for lease, decision in swept:
+            report.swept += 1
+            log.warning(
+                "lease expired: intent=%s attempt=%s stage=%s -> %s",
+                lease.intent.id,
+                lease.attempt_id,
+                lease.stage,
+                decision.status,
+                extra=dict(
+                    intent_id=lease.intent.id,
+                    attempt_id=lease.attempt_id,
+                    stage=lease.stage,
+                    status=decision.status,
+                ),
+            )
+
+    def _judge_expired_lease(self, lease: store.ExpiredLease, now: dt.datetime):
+        classification = classify_lease_expiry(lease.stage, handed_over(lease.stage))
+        facts = self._facts(lease.intent, attempts_made=lease.intent.attempt_count)
+        return classification, decide_after_attempt(
+            classification, facts, now, self.settings.retry, self.random
+        )
+
+    def _screen(self, intent: store.DueIntent, suppressed: bool, session: Session):
+        """Recheck at claim: expiry, suppression, then the application's eligibility check."""
+        now = self.clock()
+        facts = self._facts(intent, attempts_made=intent.attempt_count)
+        decision = decide_at_claim(facts, now, suppressed=suppressed, ineligible_reason=None)
+        if decision is not None:
+            return decision
+        try:
+            reason = self.eligibility.reason_not_to_send(intent, session)
+        except Exception as error:  # noqa: BLE001 - the application's code: defer, do not cancel
+            log.error(
+                "eligibility check failed: intent=%s error=%s",
+                intent.id,
+                type(error).__name__,
+                extra=dict(intent_id=intent.id, error_type=type(error).__name__),
+            )
+            delay = dt.timedelta(seconds=self.settings.retry.backoff.delay_seconds(1, self.random))
+            return Decision(
+                PENDING, f"eligibility check failed ({type(error).__name__})", now + delay
+            )
+        return decide_at_claim(facts, now, suppressed=False, ineligible_reason=reason)
+
+    def _facts(self, intent: store.DueIntent, attempts_made: int) -> IntentFacts:
+        try:
+            template = self.catalog.settings(intent.template)
+            rules = TemplateRules(template.ambiguity_policy, template.max_age_seconds)
+        except TemplateError:
+            rules = TemplateRules()
+        return IntentFacts(intent.created_at, intent.expires_at, attempts_made, rules)
+
+    async def _send_batch(self, claims: list[store.Claim], report: TickReport) -> None:
+        waiting = collections.deque(claims)
+
+        async def one_connection() -> None:
+            while waiting and not self.stopping:
+                await self._process(waiting.popleft(), report)
+
+        lanes = min(self.settings.concurrency, len(claims))
+        await asyncio.gather(*(one_connection() for _ in range(lanes)))
+        if waiting:
+            with self.session_factory() as session:
+                report.released = store.release(session, list(waiting), self.clock())
+
+    async def _process(self, claim: store.Claim, report: TickReport) -> None:
+        email = self._compose(claim)
+        if isinstance(email, SendResult):
+            result = email
+        else:
+            result = await self.transport.send(email, self._on_stage)
+        classification = classify(result, self.settings.overrides)
+        metrics.record_attempt(
+            classification.outcome, claim.intent.lane, (result.duration_ms or 0) / 1000
+        )
+        now = self.clock()
+        facts = self._facts(claim.intent, attempts_made=claim.attempt_number)
+        decision = decide_after_attempt(
+            classification, facts, now, self.settings.retry, self.random
+        )
+        self._crash_if("before_record")
+        with self.session_factory() as session:
+            recorded = store.record_outcome(session, claim, result, classification, decision, now)
+        if not recorded:
+            report.stale += 1
+            log.warning(
+                "stale attempt not recorded: intent=%s attempt=%s outcome=%s; the lease was "
+                "taken back meanwhile",
+                claim.intent.id,
+                claim.attempt_id,
+                classification.outcome,
+                extra=dict(
+                    intent_id=claim.intent.id,
+                    attempt_id=claim.attempt_id,
+                    outcome=classification.outcome,
+                ),
+            )
+            return
+        report.statuses[decision.status] += 1
+        _log_decision(
+            decision,
+            claim.intent.id,
+            claim.attempt_id,
+            result.stage,
+            classification.outcome,
+            result.code,
+            now,
+        )
+
+    def _compose(self, claim: store.Claim) -> OutgoingEmail | SendResult:
+        """Render the stored template and params; a failure is a result, not an exception."""
+        intent = claim.intent
+        try:
+            parts = self.catalog.render(
+                intent.template, intent.template_version, intent.params or {}
+            )
+        except (TemplateError, OSError) as error:
+            return SendResult(stage=CLAIMED, error=str(error)[:500], error_type=RENDER_ERROR)
+        mail_from = self.settings.mail_from
+        date = self.clock()
+
+        def as_bytes() -> bytes:
+            return serialize_message(
+                mail_from=mail_from,
+                recipient=intent.recipient,
+                message_id=intent.message_id,
+                parts=parts,
+                date=date,
+            )
+
+        return OutgoingEmail(
+            intent_id=intent.id,
+            attempt_id=claim.attempt_id,
+            message_id=intent.message_id,
+            idempotency_key=intent.idempotency_key,
+            mail_from=mail_from,
+            envelope_from=envelope_address(mail_from),
+            recipient=intent.recipient,
+            subject=parts.subject,
+            text=parts.text,
+            html=parts.html,
+            created_at_epoch=intent.created_at.timestamp(),
+            as_bytes=as_bytes,
+        )
+
+    async def _on_stage(self, email: OutgoingEmail, stage: str) -> None:
+        if stage == ENVELOPE:
+            self._crash_if("envelope")
+        if stage != DATA_SENT:
+            return
+        with self.session_factory() as session:
+            if not store.mark_data_sent(session, email.attempt_id):
+                raise LeaseLost(f"attempt {email.attempt_id} was swept before its body was sent")
+        self._crash_if("data_sent")
+
+    def _crash_if(self, point: str) -> None:
+        if self._crash_at == point:
+            log.warning("CONSOLE_TEST_CRASH_AT=%s: killing this worker now", point)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def make_transport(settings: Settings) -> Transport:
+    """The transport CONSOLE_TRANSPORT names: the SMTP relay or the HTTP provider."""
+    if settings.transport == "http":
+        from console.transports.http import HttpTransport
+
+        return HttpTransport(
+            settings.http_provider_url,
+            settings.http_provider_key or "",
+            timeout_seconds=settings.smtp_timeout_seconds,
+            idempotency_window_seconds=settings.http_idempotency_window_seconds,
+        )
+    return SmtpTransport(
+        settings.smtp_url,
+        connections=settings.smtp_connections,
+        timeout_seconds=settings.smtp_timeout_seconds,
+    )
+
+
+def _log_decision(
+    decision: Decision,
+    intent_id: int,
+    attempt_id: int | None,
+    stage: str | None,
+    outcome: str | None = None,
+    code: int | None = None,
+    now: dt.datetime | None = None,
+) -> None:
+    """One line per decision: ids, stage, outcome and retry decision; never params or bodies."""
+    level = logging.ERROR if decision.alert else logging.INFO
+    retry_in_seconds = None
+    if decision.next_attempt_at is not None and now is not None:
+        retry_in_seconds = round((decision.next_attempt_at - now).total_seconds(), 3)
+    log.log(
+        level,
+        "intent=%s attempt=%s stage=%s outcome=%s code=%s -> %s retry_in=%s",
+        intent_id,
+        attempt_id,
+        stage,
+        outcome,
+        code,
+        decision.status,
+        retry_in_seconds,
+        extra=dict(
+            intent_id=intent_id,
+            attempt_id=attempt_id,
+            stage=stage,
+            outcome=outcome,
+            code=code,
+            decision=decision.status,
+            retry_in_seconds=retry_in_seconds,
+        ),
+    )
