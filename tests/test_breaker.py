@@ -18,6 +18,7 @@ from console.core.breaker import (
     BreakerState,
     FailureWindow,
 )
+from console.guard import GuardPolicy, SendGuard, read_breakers
 
 T0 = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.UTC)
 POLICY = BreakerPolicy(window_attempts=10, failure_rate=0.5, open_seconds=30, max_open_seconds=100)
@@ -105,3 +106,102 @@ def test_window_keeps_only_the_last_outcomes():
     assert len(window) == 2 and window.rate() == 0.5
     window.clear()
     assert len(window) == 0 and window.rate() == 0.0
+
+
+# --- shared state: several workers on one database -------------------------------------
+
+GUARD_POLICY = GuardPolicy(breaker=POLICY)
+
+
+def fail(guard, session, lane="bulk", count=10, outcome="transient", now=T0):
+    for _ in range(count):
+        guard.after_outcome(
+            session,
+            lane=lane,
+            recipient="ada@example.com",
+            outcome=outcome,
+            code=None,
+            reached_transport=True,
+            now=now,
+        )
+
+
+def test_one_worker_trips_the_breaker_and_every_worker_pauses_the_lane(session_factory):
+    first, second = SendGuard(GUARD_POLICY, "w1"), SendGuard(GUARD_POLICY, "w2")
+    with session_factory() as session:
+        assert first.lane_limits(session, T0, 50) == {"critical": 50, "bulk": 50}
+        assert second.lane_limits(session, T0, 50) == {"critical": 50, "bulk": 50}
+        fail(first, session, count=4)
+        assert read_breakers(session)["bulk"].state == CLOSED
+        fail(first, session, count=1)
+        state = read_breakers(session)["bulk"]
+        assert state.state == OPEN and state.failure_rate == 1.0
+        assert second.lane_limits(session, seconds(1), 50) == {"critical": 50, "bulk": 0}
+        fail(second, session, count=10, now=seconds(1))  # in-flight sends of a paused lane
+        assert read_breakers(session)["bulk"].trips == 1
+
+
+def test_render_failures_do_not_count_towards_the_breaker(session_factory):
+    guard = SendGuard(GUARD_POLICY, "w1")
+    with session_factory() as session:
+        guard.lane_limits(session, T0, 50)
+        for _ in range(10):
+            guard.after_outcome(
+                session,
+                lane="bulk",
+                recipient="a@example.com",
+                outcome="permanent",
+                code=None,
+                reached_transport=False,
+                now=T0,
+            )
+        assert read_breakers(session)["bulk"].state == CLOSED
+
+
+def test_exactly_one_worker_probes_and_its_answer_closes_or_reopens(session_factory):
+    guards = [SendGuard(GUARD_POLICY, f"w{n}") for n in range(3)]
+    with session_factory() as session:
+        for guard in guards:
+            guard.lane_limits(session, T0, 50)
+        fail(guards[0], session)
+        resume = seconds(30)
+        limits = [guard.lane_limits(session, resume, 50)["bulk"] for guard in guards]
+        assert sorted(limits) == [0, 0, 1]
+        prober = guards[limits.index(1)]
+        assert read_breakers(session)["bulk"].state == HALF_OPEN
+        fail(prober, session, count=1, now=resume)  # the probe fails: open for longer
+        reopened = read_breakers(session)["bulk"]
+        assert reopened.state == OPEN and reopened.trips == 2
+        assert reopened.resume_at == resume + dt.timedelta(seconds=60)
+
+        later = reopened.resume_at
+        limits = [guard.lane_limits(session, later, 50)["bulk"] for guard in guards]
+        prober = guards[limits.index(1)]
+        fail(prober, session, count=1, outcome="accepted", now=later)
+        assert read_breakers(session)["bulk"] == BreakerState(CLOSED, 0, 0.0)
+        for guard in guards:
+            assert guard.lane_limits(session, later, 50)["bulk"] == 50
+            assert len(guard.windows["bulk"]) == 0
+
+
+def test_an_unused_probe_lets_the_next_tick_try_again(session_factory):
+    guard = SendGuard(GUARD_POLICY, "w1")
+    with session_factory() as session:
+        guard.lane_limits(session, T0, 50)
+        fail(guard, session)
+        assert guard.lane_limits(session, seconds(30), 50)["bulk"] == 1
+        guard.probe_unused(session, "bulk", seconds(30))
+        state = read_breakers(session)["bulk"]
+        assert state.state == OPEN and state.resume_at == seconds(30) and state.trips == 1
+        assert guard.lane_limits(session, seconds(31), 50)["bulk"] == 1
+
+
+def test_a_silent_prober_is_given_up_after_the_probe_timeout(session_factory):
+    silent, other = SendGuard(GUARD_POLICY, "w1"), SendGuard(GUARD_POLICY, "w2")
+    with session_factory() as session:
+        silent.lane_limits(session, T0, 50)
+        fail(silent, session)
+        assert silent.lane_limits(session, seconds(30), 50)["bulk"] == 1  # then it dies
+        assert other.lane_limits(session, seconds(100), 50)["bulk"] == 0
+        timeout = 30 + POLICY.probe_timeout_seconds
+        assert other.lane_limits(session, seconds(timeout), 50)["bulk"] == 1

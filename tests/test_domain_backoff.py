@@ -92,3 +92,53 @@ def test_is_domain_throttle():
     assert is_domain_throttle("transient", 452)
     assert not is_domain_throttle("permanent", 550)
     assert not is_domain_throttle("transient", None)
+
+
+# --- deferral in the database ------------------------------------------------------------
+
+
+def test_a_run_of_4yz_defers_the_domains_due_intents_in_the_database(session_factory):
+    from sqlalchemy import select, update
+
+    from console.guard import GuardPolicy, SendGuard
+    from console.models import Intent, utcnow
+    from console.outbox import enqueue
+
+    now = utcnow()
+    with session_factory() as session:
+        for number, address in enumerate(
+            [
+                "a@example.net",
+                "b@EXAMPLE.net",
+                "c@xexample.net",  # another domain that ends the same way
+                "d@example.org",
+                "e@example.net",  # already waiting longer than the deferral
+            ]
+        ):
+            enqueue(
+                session, key=f"k{number}", to=address, template="login-code", params={"code": "1"}
+            )
+        session.flush()
+        late = now + dt.timedelta(hours=5)
+        session.execute(
+            update(Intent).where(Intent.recipient == "e@example.net").values(next_attempt_at=late)
+        )
+        session.commit()
+
+        guard = SendGuard(GuardPolicy(domains=POLICY), "w1")
+        for _ in range(3):
+            guard.after_outcome(
+                session,
+                lane="critical",
+                recipient="z@example.net",
+                outcome="transient",
+                code=421,
+                reached_transport=True,
+                now=now,
+            )
+        due = dict(session.execute(select(Intent.recipient, Intent.next_attempt_at)).all())
+    deferred_until = now + dt.timedelta(seconds=60)
+    assert due["a@example.net"] == deferred_until
+    assert due["b@example.net"] == deferred_until  # the domain is stored lower-cased
+    assert due["c@xexample.net"] < deferred_until and due["d@example.org"] < deferred_until
+    assert due["e@example.net"] == late
