@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import socket
 import time
@@ -289,7 +290,7 @@ def test_window_is_configurable():
 
 def test_transport_is_chosen_by_settings(tmp_path):
     from console.config import ConfigError, load_settings
-    from console.transports.factory import make_transport
+    from console.worker import make_transport
 
     base = {"CONSOLE_DATABASE_URL": f"sqlite:///{tmp_path}/x.db", "CONSOLE_SECRET_KEY": "k"}
     http_env = {
@@ -309,3 +310,56 @@ def test_transport_is_chosen_by_settings(tmp_path):
         load_settings({**base, "CONSOLE_TRANSPORT": "http"}, instance_path=tmp_path)
     with pytest.raises(ConfigError, match="CONSOLE_TRANSPORT"):
         load_settings({**base, "CONSOLE_TRANSPORT": "carrier-pigeon"}, instance_path=tmp_path)
+
+
+def test_worker_retries_an_unknown_outcome_once_and_matches_an_early_event(
+    session_factory, provider
+):
+    """Accept-then-time-out, a delivery event before the id is known, the retry, the match."""
+    from sqlalchemy import select
+
+    from console.core.backoff import Backoff
+    from console.core.lifecycle import RetryPolicy
+    from console.events import ReportedEvent
+    from console.models import PENDING, SUBMITTED, Attempt, Intent, ProviderEvent, utcnow
+    from console.outbox import enqueue
+    from console.store.events import record_events
+    from console.worker import Worker, WorkerSettings
+
+    settings = WorkerSettings(
+        mail_from="Shop <shop@example.com>", retry=RetryPolicy(Backoff(30, 3600, 5), 5, 86400)
+    )
+    worker = Worker(session_factory, transport_for(provider), settings, random=lambda: 0.5)
+    with session_factory() as session:
+        intent_id = enqueue(
+            session,
+            key="login:7",
+            to="ada@example.com",
+            template="login-code",
+            params={"code": "7"},
+        ).id
+        session.commit()
+    now = utcnow() + dt.timedelta(seconds=1)
+    provider.next("accept-hang")
+    try:
+        worker.run_once(now)
+        with session_factory() as session:
+            assert session.get(Intent, intent_id).status == PENDING
+            provider_id = provider.sends["login:7"]["id"]
+            delivered = ReportedEvent(
+                "webhook", "evt-1", "delivered", "ada@example.com", provider_message_id=provider_id
+            )
+            assert record_events(session, [delivered]).matched == 0
+            session.commit()
+        worker.run_once(now + dt.timedelta(hours=1))  # the retry, with the same key
+        worker.run_once(now + dt.timedelta(hours=1, seconds=1))  # the next tick matches
+    finally:
+        worker.close()
+    assert len(provider.requests) == 2 and len(provider.sends) == 1
+    with session_factory() as session:
+        intent = session.get(Intent, intent_id)
+        attempts = session.scalars(select(Attempt).order_by(Attempt.id)).all()
+        event = session.scalars(select(ProviderEvent)).one()
+    assert intent.status == SUBMITTED and intent.provider_message_id == provider_id
+    assert [a.outcome for a in attempts] == ["transient", "accepted"]
+    assert event.intent_id == intent_id and intent.delivered_at is not None
