@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import insert, literal, select, union_all, update
@@ -147,13 +147,16 @@ def claim_due(
     lease_seconds: float,
     worker_id: str,
     screen: Screen,
+    lane_limits: Mapping[str, int] | None = None,
 ) -> ClaimBatch:
     """T1: lease up to `limit` due intents (critical lane first), and commit.
 
     Each locked intent is first offered to `screen` (expiry, suppression,
     eligibility); those it returns a decision for are closed with it instead.
+    `lane_limits` caps a lane (0 while its circuit breaker pauses it).
     """
-    due = _lock_due(session, now, limit)
+    limits = {lane: min(limit, (lane_limits or {}).get(lane, limit)) for lane in LANES}
+    due = _lock_due(session, now, limit, limits)
     if not due:
         session.commit()
         return ClaimBatch([], [])
@@ -172,10 +175,12 @@ def claim_due(
     return ClaimBatch(claims, not_sent)
 
 
-def _lock_due(session: Session, now: dt.datetime, limit: int) -> list[DueIntent]:
+def _lock_due(
+    session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
+) -> list[DueIntent]:
     if session.get_bind().dialect.name == "postgresql":
-        return _lock_due_skip_locked(session, now, limit)
-    return _mark_due_sending(session, now, limit)
+        return _lock_due_skip_locked(session, now, limit, limits)
+    return _mark_due_sending(session, now, limit, limits)
 
 
 def _due_in_lane(lane: str, now: dt.datetime):
@@ -186,13 +191,15 @@ def _due_in_lane(lane: str, now: dt.datetime):
     )
 
 
-def _lock_due_skip_locked(session: Session, now: dt.datetime, limit: int) -> list[DueIntent]:
+def _lock_due_skip_locked(
+    session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
+) -> list[DueIntent]:
     """PostgreSQL: lock due rows lane by lane, skipping rows other workers hold."""
     due: list[DueIntent] = []
     for lane in LANES:
-        remaining = limit - len(due)
+        remaining = min(limit - len(due), limits[lane])
         if remaining <= 0:
-            break
+            continue
         query = (
             _due_in_lane(lane, now).limit(remaining).with_for_update(skip_locked=True, of=Intent)
         )
@@ -200,12 +207,14 @@ def _lock_due_skip_locked(session: Session, now: dt.datetime, limit: int) -> lis
     return due
 
 
-def _mark_due_sending(session: Session, now: dt.datetime, limit: int) -> list[DueIntent]:
+def _mark_due_sending(
+    session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
+) -> list[DueIntent]:
     """SQLite: one UPDATE ... RETURNING takes the write lock and the batch at once."""
     per_lane = []
     for rank, lane in enumerate(LANES):
         lane_due = _due_in_lane(lane, now).with_only_columns(Intent.id, Intent.next_attempt_at)
-        lane_due = lane_due.limit(limit).subquery()
+        lane_due = lane_due.limit(limits[lane]).subquery()
         per_lane.append(
             select(lane_due.c.id, literal(rank).label("lane_rank"), lane_due.c.next_attempt_at)
         )
