@@ -247,7 +247,7 @@ def _minute_expression(dialect: str, since: dt.datetime) -> ColumnElement[int]:
         seconds = func.extract("epoch", Attempt.started_at) - since_epoch
         return func.floor(seconds / 60).cast(Attempt.attempt_number.type)
     epoch = func.cast(func.strftime("%s", Attempt.started_at), Attempt.attempt_number.type)
-    return (epoch - literal(since_epoch)) / 60
+    return (epoch - literal(since_epoch)) // 60
 
 
 def _attempt_chart(session: Session, now: dt.datetime) -> list[ChartBar]:

@@ -69,7 +69,7 @@ def chart_shapes(bars: list[queries.ChartBar]) -> tuple[list[ChartBarShape], int
     for bar in bars:
         accepted_height = bar.accepted * scale
         failed_height = bar.failed * scale
-        minutes_ago = len(bars) - bar.minute
+        minutes_ago = len(bars) - 1 - bar.minute
         shapes.append(
             ChartBarShape(
                 x=round(bar.minute * slot + 1, 1),
