@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import event as sa_event
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from console import wakeup
@@ -25,6 +25,7 @@ from console.render import TemplateCatalog, TemplateError, default_catalog
 MAX_KEY_LENGTH = 255
 MAX_EVENT_LENGTH = 255
 _WAKE_FLAG = "console.outbox.wake"
+NOTIFY_CHANNEL = "console_outbox"  # PostgreSQL LISTEN/NOTIFY channel of due mail
 _LINE_BREAKS = re.compile(r"[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _ENCODED_BREAK = re.compile(r"%0[ad]|=0[ad]|&#(?:x0*[ad]|0*1[03]);|\\[rn]", re.IGNORECASE)
 
@@ -224,6 +225,13 @@ def enqueue(
         ),
     )
     return intent
+
+
+@sa_event.listens_for(Session, "before_commit")
+def _notify_other_processes(session: Session) -> None:
+    """On PostgreSQL, NOTIFY the listening workers; delivered only if the commit succeeds."""
+    if session.info.get(_WAKE_FLAG) and session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL})
 
 
 @sa_event.listens_for(Session, "after_commit")
