@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import http.server
 import itertools
@@ -279,3 +280,36 @@ def test_an_unreachable_webhook_fails_within_the_timeout(sqlite_url, tmp_path):
     report = alerts.run_alert_cycle(session_factory, settings, now=NOW)
     assert report.fired == [alerts.DEAD_LETTER] and report.webhooks_failed == 1
     engine.dispose()
+
+
+def test_background_jobs_check_alerts_and_run_retention(sqlite_url, tmp_path):
+    import time
+
+    from console.database import make_engine, make_session_factory
+    from console.ops_jobs import OpsJobs
+
+    settings = settings_for(tmp_path, CONSOLE_ALERT_INTERVAL_SECONDS="0.2")
+    settings = dataclasses.replace(settings, database_url=sqlite_url)
+    engine = make_engine(sqlite_url)
+    session_factory = make_session_factory(engine)
+    with session_factory() as session:
+        add_intent(session, DEAD, updated_at=utcnow())
+        add_intent(session, "submitted", created_at=utcnow() - dt.timedelta(days=400))
+        session.commit()
+    jobs = OpsJobs(settings).start(first_retention_delay_seconds=0)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with session_factory() as session:
+                fired = alerts.firing_alerts(session)
+                scrubbed = session.execute(
+                    select(Intent).where(Intent.params_scrubbed_at.is_not(None))
+                ).all()
+            if fired and scrubbed:
+                break
+            time.sleep(0.1)
+        assert [state.condition for state in fired] == [alerts.DEAD_LETTER]
+        assert len(scrubbed) == 1
+    finally:
+        jobs.shutdown()
+        engine.dispose()
