@@ -7,6 +7,7 @@ from flask.cli import FlaskGroup
 
 from console import create_app
 from console.retention import prune_command
+from console.runner import serve_command, worker_command
 from console.users import user_cli
 
 
@@ -17,3 +18,5 @@ def main() -> None:
 
 main.add_command(user_cli)
 main.add_command(prune_command)
+main.add_command(worker_command)
+main.add_command(serve_command)

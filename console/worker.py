@@ -140,6 +140,7 @@ class Worker:
         self._stopping = threading.Event()
         self._runner = asyncio.Runner()
         self._owned_engine: Engine | None = None
+        self._closed = False
 
     @classmethod
     def from_settings(cls, settings: Settings, **options) -> Worker:
@@ -169,6 +170,9 @@ class Worker:
 
     def close(self) -> None:
         """Close the transport's connections, the event loop and an engine of its own."""
+        if self._closed:
+            return
+        self._closed = True
         self._runner.run(self.transport.close())
         self._runner.close()
         if self._owned_engine is not None:
@@ -429,3 +433,19 @@ def _log_decision(
             retry_in_seconds=retry_in_seconds,
         ),
     )
+
+
+def run_loop(worker: Worker, *, poll_seconds: float, wake: threading.Event) -> None:
+    """Tick until ``worker.request_stop()``: again at once while batches come back full,
+    else after `poll_seconds` or as soon as `wake` is set (an enqueue, a stop request).
+    """
+    while not worker.stopping:
+        wake.clear()
+        try:
+            report = worker.run_once()
+        except Exception:  # noqa: BLE001 - e.g. the database restarting: try again next poll
+            log.exception("worker tick failed", extra=dict(worker_id=worker.worker_id))
+            report = TickReport()
+        if report.claimed >= worker.settings.batch_size:
+            continue
+        wake.wait(poll_seconds)

@@ -407,3 +407,80 @@ def test_refused_credentials_are_a_transient_alert_not_the_recipients_fault(
     assert attempts[0].stage == "connecting" and attempts[0].reply_code == 535
     assert any(r.levelno == logging.ERROR for r in caplog.records)
     assert "wrong" not in caplog.text
+
+
+# --- the embedded worker of `console serve` ---
+
+
+def test_an_enqueue_in_this_process_wakes_the_embedded_worker_at_once(
+    session_factory, smtp_server, make_worker
+):
+    import time
+
+    from console.scheduler import EmbeddedWorker
+
+    worker = make_worker()
+    worker.clock = utcnow
+    embedded = EmbeddedWorker(worker, poll_seconds=600).start()  # polling alone would wait 10 min
+    try:
+        deadline = time.monotonic() + 10
+        while embedded.runs == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)  # the first run happens at start
+        time.sleep(0.2)
+        intent_id = add(session_factory, "login:1", "ada@example.com", LOGIN)  # commits: wakes
+        while load(session_factory, intent_id)[0].status != SUBMITTED:
+            assert time.monotonic() < deadline, "the enqueue did not wake the worker"
+            time.sleep(0.02)
+        assert embedded.running
+    finally:
+        embedded.shutdown()
+    assert not embedded.running
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_console_serve_serves_the_console_and_sends_queued_mail(db_url, smtp_server, tmp_path):
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    from console.database import make_engine, make_session_factory
+    from tests.pgcluster import free_port
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "CONSOLE_DATABASE_URL": db_url,
+        "CONSOLE_SECRET_KEY": "test",
+        "CONSOLE_SMTP_URL": smtp_server.url,
+        "CONSOLE_POLL_SECONDS": "0.2",
+    }
+    process = subprocess.Popen(
+        [shutil.which("console"), "serve", "--port", str(port)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    engine = make_engine(db_url)
+    try:
+        session_factory = make_session_factory(engine)
+        intent_id = add(session_factory, "order:1", "ada@example.com")
+        deadline = time.monotonic() + 30
+        while load(session_factory, intent_id)[0].status != SUBMITTED:
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+            assert b'"scheduler": "running"' in response.read().replace(b'":"', b'": "')
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        engine.dispose()
+    assert [r.message_id for r in smtp_server.received] == [
+        load(make_session_factory(make_engine(db_url)), intent_id)[0].message_id
+    ]
