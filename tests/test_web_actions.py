@@ -244,6 +244,15 @@ def test_requeue_warns_when_the_recipient_is_suppressed(app, console_client, add
     assert "is on the suppression list" in followed
 
 
+def test_requeue_warns_when_the_template_max_age_has_passed(app, add_intent):
+    fresh = add_intent("expired")
+    stale = add_intent("expired", created_at=utcnow() - dt.timedelta(minutes=11))
+    with app.app_context():
+        assert operations.requeue(db.session, fresh, actor="o", reason="r").warning is None
+        warning = operations.requeue(db.session, stale, actor="o", reason="r").warning
+        assert "useless after 10 min" in warning
+
+
 def test_preview_renders_the_message_and_is_audited(app, console_client, add_intent):
     client = console_client("operator", "olga")
     intent_id = add_intent("pending")

@@ -143,8 +143,8 @@ def test_alerts_for_dead_letters_ambiguity_and_a_silent_worker(app, console_clie
         )
         db.session.commit()
     page = client.get("/").text
-    assert '<a href="/intents?status=dead">1 dead letters need a decision</a>' in page
-    assert "1 ambiguous sends wait for reconciliation" in page
+    assert '<a href="/intents?status=dead">1 dead letter to decide on</a>' in page
+    assert "1 ambiguous send waiting for reconciliation" in page
     assert "The worker has not ticked for 10 min" in page
 
 

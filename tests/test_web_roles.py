@@ -172,7 +172,7 @@ def test_viewer_sees_status_and_timeline_but_no_content_or_actions(app, console_
 def test_operator_sees_the_actions_that_fit_the_status(app, console_client, add_intent):
     client = console_client("operator")
     expectations = {
-        "ambiguous": {"reconcile-form", "requeue-form"},
+        "ambiguous": {"reconcile-form"},  # its resend is the requeue
         "failed": {"requeue-form"},
         "pending": {"dead-letter-form"},
         "submitted": set(),

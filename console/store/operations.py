@@ -33,6 +33,7 @@ from console.models import (
     utcnow,
 )
 from console.outbox import is_suppressed
+from console.render import TemplateError, default_catalog
 from console.store.queries import SearchFilters
 from console.users import create_user
 
@@ -113,6 +114,8 @@ def _load(session: Session, intent_id: int, expected_status: str | None, now: dt
             Intent.lease_expires_at,
             Intent.expires_at,
             Intent.provider_message_id,
+            Intent.template,
+            Intent.created_at,
         ).where(Intent.id == intent_id)
     ).one_or_none()
     if row is None:
@@ -204,6 +207,20 @@ def suppression_warning(session: Session, recipient: str) -> str | None:
     )
 
 
+def _too_old_warning(row: Row, now: dt.datetime) -> str | None:
+    """Say so when the template's max age has passed: the worker will expire it again."""
+    try:
+        max_age_seconds = default_catalog().settings(row.template).max_age_seconds
+    except TemplateError:
+        return None
+    if max_age_seconds is None or row.created_at + dt.timedelta(seconds=max_age_seconds) > now:
+        return None
+    return (
+        f"{row.template} mail is useless after {max_age_seconds / 60:.0f} min and this one is "
+        "older: the worker will expire it instead of sending it"
+    )
+
+
 def requeue(
     session: Session,
     intent_id: int,
@@ -227,7 +244,8 @@ def requeue(
     if row.expires_at is not None:
         values["expires_at"] = None
         details["expiry_removed"] = row.expires_at.isoformat()
-    warning = suppression_warning(session, row.recipient)
+    warnings = (suppression_warning(session, row.recipient), _too_old_warning(row, now))
+    warning = "; ".join(text for text in warnings if text) or None
     return _act(
         session,
         row,

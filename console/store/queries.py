@@ -366,7 +366,7 @@ def _operator_entry(entry: AuditEntry) -> TimelineEntry:
     facts = _facts(
         ("status", change),
         ("reason", entry.reason),
-        *((str(key), value) for key, value in sorted(details.items())),
+        *((str(key).replace("_", " "), value) for key, value in sorted(details.items())),
     )
     title = f"Operator: {entry.action.replace('_', ' ')}"
     return TimelineEntry(entry.created_at, "operator", title, facts, actor=entry.actor)

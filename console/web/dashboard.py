@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from flask import Blueprint, Flask, render_template, request, url_for
+from flask import Blueprint, Flask, current_app, render_template, request, url_for
 
 from console.extensions import current_settings, db
 from console.models import STATUSES
@@ -14,7 +14,7 @@ from console.web.auth import role_required
 
 bp = Blueprint("dashboard", __name__)
 
-REFRESH_SECONDS = 5
+REFRESH_SECONDS = 5  # Flask config DASHBOARD_REFRESH_SECONDS overrides it
 WORKER_STALE_MIN_SECONDS = 60.0
 CHART_WIDTH = 600
 CHART_HEIGHT = 120
@@ -36,10 +36,11 @@ def dashboard_alerts(snapshot: queries.Dashboard, stale_after_seconds: float) ->
     alerts = []
     if snapshot.dead:
         link = url_for("intents.search", status="dead")
-        alerts.append(Alert(f"{snapshot.dead} dead letters need a decision", link))
+        alerts.append(Alert(f"{plural(snapshot.dead, 'dead letter')} to decide on", link))
     if snapshot.ambiguous:
         link = url_for("intents.search", status="ambiguous")
-        alerts.append(Alert(f"{snapshot.ambiguous} ambiguous sends wait for reconciliation", link))
+        waiting = plural(snapshot.ambiguous, "ambiguous send")
+        alerts.append(Alert(f"{waiting} waiting for reconciliation", link))
     if snapshot.last_tick_at is None:
         alerts.append(Alert("No worker has ticked yet: is a worker running?"))
     else:
@@ -101,7 +102,7 @@ def index():
         chart_height=CHART_HEIGHT,
         accepted_last_hour=sum(bar.accepted for bar in snapshot.chart),
         failed_last_hour=sum(bar.failed for bar in snapshot.chart),
-        refresh_seconds=REFRESH_SECONDS,
+        refresh_seconds=current_app.config.get("DASHBOARD_REFRESH_SECONDS", REFRESH_SECONDS),
     )
     if request.htmx:
         return render_template("dashboard/_panel.html", **context)
@@ -124,6 +125,11 @@ def format_age(seconds: float | None) -> str:
     if seconds < 86400:
         return f"{hours} h {minutes % 60} min" if minutes % 60 else f"{hours} h"
     return f"{days} d {hours % 24} h" if hours % 24 else f"{days} d"
+
+
+def plural(count: int, noun: str) -> str:
+    """Return "1 dead letter" or "3 dead letters"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def format_timestamp(value: dt.datetime | None) -> str:
