@@ -171,6 +171,11 @@ class SendGuard:
         log.warning("circuit breaker probing", extra={"lane": lane, "breaker_state": HALF_OPEN})
         return breaker.PROBE
 
+    def release_unused_probes(self, session: Session, claimed_lanes: set[str], now) -> None:
+        """Give back the probe of every lane this worker claimed nothing from."""
+        for lane in self.probing - claimed_lanes:
+            self.probe_unused(session, lane, now)
+
     def probe_unused(self, session: Session, lane: str, now: dt.datetime) -> None:
         """Nothing was due in a lane this worker was to probe: let the next tick try again."""
         if lane not in self.probing:

@@ -41,6 +41,7 @@ from console.core.lifecycle import (
 )
 from console.database import make_engine, make_session_factory
 from console.eligibility import EligibilityPolicy
+from console.guard import GuardPolicy, SendGuard
 from console.models import utcnow
 from console.render import TemplateCatalog, TemplateError, default_catalog
 from console.serialize import serialize_message
@@ -124,6 +125,7 @@ class Worker:
         random: Callable[[], float] = _random.random,
         worker_id: str | None = None,
         crash_at: str | None = None,
+        guard_policy: GuardPolicy | None = None,
     ) -> None:
         if crash_at is not None and crash_at not in CRASH_POINTS:
             raise ValueError(f"unknown crash point {crash_at!r}: expected one of {CRASH_POINTS}")
@@ -135,6 +137,7 @@ class Worker:
         self.eligibility = eligibility or EligibilityPolicy()
         self.random = random
         self.worker_id = worker_id or new_worker_id()
+        self.guard = SendGuard(guard_policy, self.worker_id) if guard_policy else None
         self.started_at = clock()
         self._crash_at = crash_at
         self._stopping = threading.Event()
@@ -146,6 +149,7 @@ class Worker:
     def from_settings(cls, settings: Settings, **options) -> Worker:
         """A worker on the configured database and transport, with its own engine."""
         engine = make_engine(settings.database_url)
+        options.setdefault("guard_policy", GuardPolicy.from_settings(settings))
         worker = cls(
             make_session_factory(engine),
             make_transport(settings),
@@ -185,6 +189,9 @@ class Worker:
         if self.stopping:
             return report
         with self.session_factory() as session:
+            lane_limits = None
+            if self.guard:  # lanes paused by their circuit breaker, or probing
+                lane_limits = self.guard.lane_limits(session, now, self.settings.batch_size)
             batch = store.claim_due(
                 session,
                 now=now,
@@ -192,7 +199,12 @@ class Worker:
                 lease_seconds=self.settings.lease_seconds,
                 worker_id=self.worker_id,
                 screen=self._screen,
+                lane_limits=lane_limits,
             )
+            if self.guard:
+                self.guard.release_unused_probes(
+                    session, {c.intent.lane for c in batch.claims}, now
+                )
         for intent, decision in batch.not_sent:
             report.statuses[decision.status] += 1
             _log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
@@ -303,6 +315,16 @@ class Worker:
         self._crash_if("before_record")
         with self.session_factory() as session:
             recorded = store.record_outcome(session, claim, result, classification, decision, now)
+            if recorded and self.guard:
+                self.guard.after_outcome(
+                    session,
+                    lane=claim.intent.lane,
+                    recipient=claim.intent.recipient,
+                    outcome=classification.outcome,
+                    code=result.code,
+                    reached_transport=result.stage != CLAIMED,
+                    now=now,
+                )
         if not recorded:
             report.stale += 1
             log.warning(
