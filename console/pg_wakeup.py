@@ -84,8 +84,10 @@ class NotifyListener:
                         break
 
 
-def listener_for(database_url: str) -> NotifyListener | None:
-    """Return a listener for a PostgreSQL database, None for SQLite (one process)."""
+def listener_for(
+    database_url: str, on_notify: Callable[[], None] = wakeup.notify
+) -> NotifyListener | None:
+    """Start and return a listener on a PostgreSQL database; None for SQLite (one process)."""
     if not database_url.startswith("postgresql"):
         return None
-    return NotifyListener(database_url)
+    return NotifyListener(database_url, on_notify).start()

@@ -11,6 +11,8 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
+from console import pg_wakeup
+from console.ops_jobs import start_ops_jobs
 from console.scheduler import start_embedded_worker
 from console.worker import Worker, run_loop
 
@@ -35,9 +37,13 @@ def worker_command() -> None:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     log.info("worker started", extra=dict(worker_id=worker.worker_id))
+    listener = pg_wakeup.listener_for(settings.database_url, on_notify=wake.set)
+    jobs = start_ops_jobs(settings)
     try:
         run_loop(worker, poll_seconds=settings.poll_seconds, wake=wake)
     finally:
+        _stop_quietly(listener)
+        jobs.shutdown()
         worker.close()
     log.info("worker stopped", extra=dict(worker_id=worker.worker_id))
 
@@ -56,6 +62,9 @@ def serve_command(host: str, port: int) -> None:
 
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     embedded = start_embedded_worker(app)
+    settings = app.extensions["console.settings"]
+    listener = pg_wakeup.listener_for(settings.database_url)  # wakes `embedded` via wakeup
+    jobs = start_ops_jobs(settings)
     server = waitress.create_server(app, host=host, port=port)
 
     def stop(signum: int, frame: object) -> None:
@@ -69,4 +78,11 @@ def serve_command(host: str, port: int) -> None:
         log.info("stopping the console")
     finally:
         server.close()
+        _stop_quietly(listener)
+        jobs.shutdown()
         embedded.shutdown()
+
+
+def _stop_quietly(listener: pg_wakeup.NotifyListener | None) -> None:
+    if listener is not None:
+        listener.stop()
