@@ -167,7 +167,7 @@ def configure_logging(
     handler.setFormatter(JsonFormatter())
     root.addHandler(handler)
     root.setLevel(resolved_level)
-    for noisy in ("werkzeug", "waitress.queue", "apscheduler.executors.default", "httpx"):
+    for noisy in ("werkzeug", "waitress.queue", "apscheduler", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return handler
 

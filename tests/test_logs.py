@@ -116,3 +116,117 @@ def test_configure_twice_keeps_one_product_handler(captured):
 def test_bad_level_is_a_clear_error():
     with pytest.raises(ValueError, match="CONSOLE_LOG_LEVEL"):
         logs.configure_logging(level="LOUD", stream=io.StringIO())
+
+
+# --- the real worker, a real SMTP server: nothing private reaches the logs -------------
+
+SMTP_PASSWORD = "smtp-Pass-Quokka-4417"
+DATABASE_PASSWORD = "db-Pass-Wombat-9911"
+SECRET_KEY = "session-Key-Narwhal-5150"
+PRIVATE = dict(
+    customer_name="Zanzibar-Customer-Name",
+    order_number="ORD-Secret-8841",
+    total="777.77-TOTAL",
+    items=[{"quantity": 3, "name": "Glow-Widget-Private", "price": "12.34-PRICE"}],
+)
+BODY_TEXT = ("Thank you for your order", "We will write again when it ships", "is confirmed")
+RECIPIENTS = (
+    "zelda.private@example.com",
+    "retry.private@example.com",
+    "bounce.private@example.com",
+)
+
+
+def _with_password(url: str, password: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).set(password=password).render_as_string(hide_password=False)
+
+
+def _wait_until_settled(engine, deadline_seconds: float) -> dict[str, str]:
+    import time
+
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from console.models import Intent
+
+    deadline = time.monotonic() + deadline_seconds
+    while True:
+        with Session(engine) as session:
+            statuses = dict(session.execute(select(Intent.recipient, Intent.status)).all())
+        if set(statuses.values()) <= {"submitted", "failed"} or time.monotonic() > deadline:
+            return statuses
+        time.sleep(0.2)
+
+
+def test_a_real_send_logs_ids_and_outcomes_but_no_secret_body_or_param(postgres_url, tmp_path):
+    import os
+    import shutil
+    import signal
+    import subprocess
+
+    from sqlalchemy.orm import Session
+
+    from console.database import make_engine
+    from console.outbox import enqueue
+    from tests.smtp_server import ScriptedSMTPServer
+
+    database_url = _with_password(postgres_url, DATABASE_PASSWORD)  # trust auth ignores it
+    engine = make_engine(postgres_url)
+    script = {RECIPIENTS[1]: ["451", "250"], RECIPIENTS[2]: ["550"]}
+    with ScriptedSMTPServer(script=script, auth=("mailer", SMTP_PASSWORD)) as server:
+        with Session(engine) as session:
+            for number, recipient in enumerate(RECIPIENTS):
+                enqueue(
+                    session,
+                    key=f"order:{number}",
+                    to=recipient,
+                    template="order-confirmation",
+                    params=PRIVATE,
+                )
+            session.commit()
+        env = {
+            **os.environ,
+            "CONSOLE_DATABASE_URL": database_url,
+            "CONSOLE_SECRET_KEY": SECRET_KEY,
+            "CONSOLE_SMTP_URL": server.url,
+            "CONSOLE_LOG_LEVEL": "DEBUG",
+            "CONSOLE_POLL_SECONDS": "0.2",
+            "CONSOLE_RETRY_BASE_SECONDS": "0.2",
+            "CONSOLE_RETRY_CAP_SECONDS": "0.4",
+            "CONSOLE_RETRY_FLOOR_SECONDS": "0.1",
+        }
+        assert SMTP_PASSWORD in server.url
+        worker = subprocess.Popen(
+            [shutil.which("console"), "worker"],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            statuses = _wait_until_settled(engine, deadline_seconds=30)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            stdout, stderr = worker.communicate(timeout=30)
+        delivered = server.delivered_message_ids()
+    engine.dispose()
+
+    assert statuses == {
+        RECIPIENTS[0]: "submitted",
+        RECIPIENTS[1]: "submitted",
+        RECIPIENTS[2]: "failed",
+    }
+    assert len(delivered) == 2, "the server got the bodies, so they were really rendered"
+    captured = stdout + stderr
+    entries = [json.loads(line) for line in captured.splitlines() if line.strip()]
+    outcomes = {entry.get("outcome") for entry in entries if entry.get("intent_id")}
+    assert {"accepted", "transient", "permanent"} <= outcomes
+    assert any(entry.get("retry_in_seconds") is not None for entry in entries)
+    forbidden = [SMTP_PASSWORD, DATABASE_PASSWORD, SECRET_KEY, *BODY_TEXT, *RECIPIENTS]
+    forbidden += [str(value) for value in PRIVATE.values() if not isinstance(value, list)]
+    forbidden += [str(value) for value in PRIVATE["items"][0].values() if value != 3]
+    leaked = [text for text in forbidden if text in captured]
+    assert leaked == []
