@@ -150,6 +150,7 @@ class Intent(Base):
         ),
         Index("ix_email_intent_recipient", "recipient"),
         Index("ix_email_intent_provider_message_id", "provider_message_id"),
+        Index("ix_email_intent_template_created", "template", "created_at"),
     )
 
     def __repr__(self) -> str:
