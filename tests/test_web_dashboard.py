@@ -77,6 +77,20 @@ def test_dashboard_counts_by_status_and_lane(app, console_client, add_intent):
     assert 'href="/intents?status=pending&amp;lane=critical">2</a>' in page
 
 
+def test_submitted_intents_are_counted_over_the_last_day(app, console_client, add_intent):
+    now = utcnow()
+    add_intent("submitted", lane="bulk", created_at=now - dt.timedelta(hours=2))
+    add_intent("submitted", lane="bulk", created_at=now - dt.timedelta(hours=30))
+    with app.app_context():
+        assert queries.dashboard(db.session, now=now).counts == {("submitted", "bulk"): 1}
+    client = console_client("viewer")
+    page = client.get("/").text
+    link = 'href="/intents?status=submitted&amp;lane=bulk&amp;age=lt1d">1</a>'
+    assert link in page and "(last 24 h)" in page
+    listed = client.get("/intents?status=submitted&lane=bulk&age=lt1d").text
+    assert listed.count('<td><a href="/intents/') == 1
+
+
 def test_oldest_pending_age_and_age_buckets_per_lane(app, add_intent):
     now = utcnow()
     for seconds in (30, 90, 120, 600, 7200):
@@ -231,6 +245,7 @@ def test_search_pages_by_keyset_without_gaps_or_repeats(app, console_client, add
         url = next_link.group(1) if next_link else None
     assert pages == 3
     assert seen == sorted(created, reverse=True)
+    assert client.get("/intents?after=not-a-position").status_code == 400
     fragment = client.get("/intents?q=batch:", headers={"HX-Request": "true"}).text
     assert "<html" not in fragment and fragment.count('<td><a href="/intents/') == 50
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, func, literal, or_, select
+from sqlalchemy import ColumnElement, and_, case, func, literal, or_, select, tuple_
 from sqlalchemy.orm import Session
 
 from console.models import (
@@ -16,6 +17,7 @@ from console.models import (
     LANES,
     PENDING,
     STATUSES,
+    SUBMITTED,
     Attempt,
     AuditEntry,
     Intent,
@@ -32,6 +34,13 @@ AGE_BUCKETS: dict[str, tuple[str, int, int | None]] = {
     "5to60m": ("5–60 min", 300, 3600),
     "gt1h": ("over 1 h", 3600, None),
 }
+# the search filter offers the dashboard's buckets and two wider ones
+SEARCH_AGES: dict[str, tuple[str, int, int | None]] = {
+    **AGE_BUCKETS,
+    "lt1d": ("under 1 day", 0, 86400),
+    "gt1d": ("over 1 day", 86400, None),
+}
+SUBMITTED_WINDOW_HOURS = 24
 CHART_MINUTES = 60
 FAILED_OUTCOMES = ("transient", "permanent", "ambiguous")
 PAGE_SIZE = 50
@@ -61,7 +70,7 @@ class SearchFilters:
             raise InvalidFilter(f"unknown status {values['status']!r}")
         if values["lane"] and values["lane"] not in LANES:
             raise InvalidFilter(f"unknown lane {values['lane']!r}")
-        if values["age"] and values["age"] not in AGE_BUCKETS:
+        if values["age"] and values["age"] not in SEARCH_AGES:
             raise InvalidFilter(f"unknown age {values['age']!r}")
         return cls(q=(args.get("q") or "").strip()[:320], **values)
 
@@ -119,7 +128,7 @@ def _text_match(q: str, dialect: str) -> ColumnElement[bool]:
 
 
 def _age_conditions(age: str, now: dt.datetime) -> list[ColumnElement[bool]]:
-    _, youngest_seconds, oldest_seconds = AGE_BUCKETS[age]
+    _, youngest_seconds, oldest_seconds = SEARCH_AGES[age]
     conditions = [Intent.created_at <= now - dt.timedelta(seconds=youngest_seconds)]
     if oldest_seconds is not None:
         conditions.append(Intent.created_at > now - dt.timedelta(seconds=oldest_seconds))
@@ -143,26 +152,58 @@ class IntentRow:
 @dataclasses.dataclass(frozen=True)
 class SearchPage:
     rows: list[IntentRow]
-    next_after: int | None  # pass as `after` for the next page; None on the last page
+    next_after: str | None  # pass as `after` for the next page; None on the last page
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_CURSOR = re.compile(r"^(\d{1,20})-(\d{1,19})$")
+
+
+def encode_cursor(created_at: dt.datetime, intent_id: int) -> str:
+    """Return the keyset position just after this row: "<created_at in µs>-<id>"."""
+    return f"{(created_at - _EPOCH) // dt.timedelta(microseconds=1)}-{intent_id}"
+
+
+def decode_cursor(cursor: str) -> tuple[dt.datetime, int]:
+    match = _CURSOR.match(cursor)
+    if match is None:
+        raise InvalidFilter(f"the page position {cursor!r} is not one this console made")
+    created_at = _EPOCH + dt.timedelta(microseconds=int(match[1]))
+    return created_at, int(match[2])
 
 
 def search_intents(
     session: Session,
     filters: SearchFilters,
     *,
-    after: int | None = None,
+    after: str | None = None,
     limit: int = PAGE_SIZE,
     now: dt.datetime | None = None,
 ) -> SearchPage:
-    """Return one page of matching intents, newest first, after intent id `after`."""
+    """Return one page of matching intents, newest first, after the keyset position `after`.
+
+    Rows are ordered by (created_at, id), the order of the (status, lane, created_at)
+    and created_at indexes. A status filter without a lane runs once per lane, so
+    each query walks its index in order and stops after one page.
+    """
     now = now or utcnow()
+    conditions = filters.conditions(_dialect(session), now)
+    if after:
+        after_created_at, after_id = decode_cursor(after)
+        conditions.append(Intent.created_at <= after_created_at)
+        conditions.append(tuple_(Intent.created_at, Intent.id) < tuple_(after_created_at, after_id))
+    per_lane = filters.status and not filters.lane and not filters.q
     columns = [getattr(Intent, field.name) for field in dataclasses.fields(IntentRow)]
-    query = select(*columns).where(*filters.conditions(_dialect(session), now))
-    if after is not None:
-        query = query.where(Intent.id < after)
-    query = query.order_by(Intent.id.desc()).limit(limit + 1)
-    rows = [IntentRow(*row) for row in session.execute(query)]
-    next_after = rows[limit - 1].id if len(rows) > limit else None
+    rows: list[IntentRow] = []
+    for lane in LANES if per_lane else (None,):
+        query = select(*columns).where(*conditions)
+        if lane is not None:
+            query = query.where(Intent.lane == lane)
+        query = query.order_by(Intent.created_at.desc(), Intent.id.desc()).limit(limit + 1)
+        rows += [IntentRow(*row) for row in session.execute(query)]
+    rows.sort(key=lambda row: (row.created_at, row.id), reverse=True)
+    last = rows[limit - 1] if len(rows) > limit else None
+    next_after = encode_cursor(last.created_at, last.id) if last else None
     return SearchPage(rows=rows[:limit], next_after=next_after)
 
 
@@ -208,20 +249,36 @@ class Dashboard:
 def dashboard(session: Session, now: dt.datetime | None = None) -> Dashboard:
     """Gather every figure of the dashboard in a handful of indexed queries."""
     now = now or utcnow()
-    counts = {
-        (status, lane): count
-        for status, lane, count in session.execute(
-            select(Intent.status, Intent.lane, func.count()).group_by(Intent.status, Intent.lane)
-        )
-    }
     return Dashboard(
         now=now,
-        counts=counts,
+        counts=_status_lane_counts(session, now),
         oldest_pending={lane: _oldest_pending(session, lane) for lane in LANES},
         age_buckets={lane: _pending_age_buckets(session, lane, now) for lane in LANES},
         chart=_attempt_chart(session, now),
         last_tick_at=session.execute(select(func.max(WorkerHeartbeat.last_tick_at))).scalar(),
     )
+
+
+def _status_lane_counts(session: Session, now: dt.datetime) -> dict[tuple[str, str], int]:
+    """Count intents per status and lane, each an index range count.
+
+    Submitted intents pile up without end, so they are counted over the last
+    SUBMITTED_WINDOW_HOURS (by creation); every other status is counted in full.
+    """
+    others = [status for status in STATUSES if status != SUBMITTED]
+    query = (
+        select(Intent.status, Intent.lane, func.count())
+        .where(Intent.status.in_(others))
+        .group_by(Intent.status, Intent.lane)
+    )
+    counts = {(status, lane): count for status, lane, count in session.execute(query)}
+    since = now - dt.timedelta(hours=SUBMITTED_WINDOW_HOURS)
+    for lane in LANES:
+        recent = select(func.count()).where(
+            Intent.status == SUBMITTED, Intent.lane == lane, Intent.created_at >= since
+        )
+        counts[(SUBMITTED, lane)] = session.execute(recent).scalar_one()
+    return {key: count for key, count in counts.items() if count}
 
 
 def _oldest_pending(session: Session, lane: str) -> dt.datetime | None:

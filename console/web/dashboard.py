@@ -96,6 +96,7 @@ def index():
         alerts=dashboard_alerts(snapshot, stale_after),
         statuses=STATUSES,
         age_buckets=queries.AGE_BUCKETS,
+        submitted_window_hours=queries.SUBMITTED_WINDOW_HOURS,
         chart=shapes,
         chart_peak=peak,
         chart_width=CHART_WIDTH,

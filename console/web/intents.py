@@ -26,18 +26,13 @@ from console.web.auth import has_role, role_required
 bp = Blueprint("intents", __name__, url_prefix="/intents")
 
 
-def _int_arg(name: str) -> int | None:
-    raw = request.args.get(name, "").strip()
-    return int(raw) if raw.isdigit() else None
-
-
 @bp.get("")
 @role_required("viewer")
 def search():
     error = None
     try:
         filters = queries.SearchFilters.from_args(request.args)
-        page = queries.search_intents(db.session, filters, after=_int_arg("after"))
+        page = queries.search_intents(db.session, filters, after=request.args.get("after"))
     except queries.InvalidFilter as exc:
         error = f"Search not run: {exc}."
         filters, page = queries.SearchFilters(), queries.SearchPage([], None)
@@ -48,7 +43,7 @@ def search():
         statuses=STATUSES,
         lanes=LANES,
         templates=default_catalog().names(),
-        age_buckets=queries.AGE_BUCKETS,
+        ages=queries.SEARCH_AGES,
     )
     if request.htmx and not error:
         return render_template("intents/_rows.html", **context)

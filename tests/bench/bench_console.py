@@ -1,0 +1,217 @@
+"""Console page latency on a million intents, on SQLite and PostgreSQL.
+
+Fills a fresh database with a realistic mix (30 days of mail: mostly submitted,
+some failed, dead, expired, suppressed and cancelled; the last hours with
+pending, sending and ambiguous work; attempts for the recent part), then
+requests the dashboard, searches and intent pages through the Flask test client
+and prints p50/p95 per page. Target: p95 <= 200 ms each.
+
+    python -m tests.bench.bench_console                 # both backends, 1,000,000 intents
+    python -m tests.bench.bench_console --backend sqlite --rows 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import Engine, text
+
+from console import create_app
+from console.database import make_engine
+from console.extensions import db
+from console.models import utcnow
+from console.users import create_user
+from tests import pgcluster
+from tests.conftest import migrate_to_head
+
+DAYS_OF_MAIL = 30
+RECENT_ROWS = 20_000  # the last hours: where pending, sending and ambiguous intents are
+ATTEMPT_ROWS = 50_000  # the most recent intents get an attempt row
+TARGET_P95_MS = 200.0
+PARAMS = """'{"code": "123456"}'"""
+
+STATUS_CASE = """
+CASE WHEN n > :rows - :recent THEN
+  CASE WHEN n % 1000 < 300 THEN 'pending' WHEN n % 1000 < 310 THEN 'sending'
+       WHEN n % 1000 < 330 THEN 'ambiguous' WHEN n % 1000 < 350 THEN 'failed'
+       ELSE 'submitted' END
+ELSE
+  CASE WHEN n % 1000 < 2 THEN 'pending' WHEN n % 1000 < 5 THEN 'ambiguous'
+       WHEN n % 1000 < 25 THEN 'failed' WHEN n % 1000 < 30 THEN 'dead'
+       WHEN n % 1000 < 40 THEN 'expired' WHEN n % 1000 < 50 THEN 'suppressed'
+       WHEN n % 1000 < 55 THEN 'cancelled' ELSE 'submitted' END
+END"""
+TEMPLATE_CASE = """
+CASE WHEN n % 5 = 0 THEN 'login-code' WHEN n % 3 = 0 THEN 'welcome'
+     WHEN n % 3 = 1 THEN 'order-confirmation' ELSE 'case-assigned' END"""
+ATTEMPTS_CASE = """
+CASE status WHEN 'submitted' THEN 1 WHEN 'failed' THEN 3 WHEN 'dead' THEN 8
+            WHEN 'ambiguous' THEN 1 WHEN 'pending' THEN id % 3 ELSE 0 END"""
+OUTCOME_CASE = """
+CASE status WHEN 'submitted' THEN 'accepted' WHEN 'failed' THEN 'permanent'
+            WHEN 'dead' THEN 'transient' WHEN 'ambiguous' THEN 'ambiguous'
+            WHEN 'pending' THEN 'transient' END"""
+
+
+def _intent_select(created_at: str, params: str) -> str:
+    """SELECT of one email_intent row per n, with `created_at` and `params` SQL expressions."""
+    return f"""
+SELECT 'order:' || n || ':' || 'confirmation', '<' || n || '@bench.localhost>', 'order:' || n,
+       'customer' || (n % 50000) || '@example.com', {TEMPLATE_CASE}, 1,
+       {params}, {STATUS_CASE}, CASE WHEN n % 5 = 0 THEN 'critical' ELSE 'bulk' END,
+       0, {created_at}, {created_at}, {created_at}, 'relay-' || n"""
+
+
+INTENT_COLUMNS = """(idempotency_key, message_id, event, recipient, template, template_version,
+ params, status, lane, attempt_count, next_attempt_at, created_at, updated_at,
+ provider_message_id)"""
+
+
+def fill_sqlite(engine: Engine, rows: int, now: dt.datetime) -> None:
+    seconds = f"((:rows - n) * {DAYS_OF_MAIL * 86400.0} / :rows)"
+    created_at = f"strftime('%Y-%m-%d %H:%M:%S', :now, '-' || CAST({seconds} AS INTEGER) || ' seconds') || '.000000'"  # noqa: E501
+    insert = f"""
+WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < :rows)
+INSERT INTO email_intent {INTENT_COLUMNS} {_intent_select(created_at, PARAMS)} FROM seq"""
+    attempts = f"""
+INSERT INTO email_attempt (intent_id, attempt_number, lease_token, worker_id, stage,
+  started_at, finished_at, outcome, reply_code, reply_text, provider_message_id, duration_ms)
+SELECT id, 1, 'bench', 'bench-worker', 'reply_read', created_at, created_at, {OUTCOME_CASE},
+       250, '250 2.0.0 Ok: queued', provider_message_id, 40
+FROM email_intent WHERE id > :rows - :attempts AND status NOT IN ('sending', 'suppressed')"""
+    params = dict(rows=rows, recent=RECENT_ROWS, attempts=ATTEMPT_ROWS)
+    naive_now = now.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S")
+    with engine.begin() as connection:
+        connection.execute(text(insert), {**params, "now": naive_now})
+        connection.execute(text(f"UPDATE email_intent SET attempt_count = {ATTEMPTS_CASE}"))
+        connection.execute(text(attempts), params)
+
+
+def fill_postgresql(engine: Engine, rows: int, now: dt.datetime) -> None:
+    seconds = f"((:rows - n) * {DAYS_OF_MAIL * 86400.0} / :rows)"
+    created_at = f"(CAST(:now AS timestamptz) - make_interval(secs => {seconds}))"
+    insert = f"""
+INSERT INTO email_intent {INTENT_COLUMNS}
+{_intent_select(created_at, f"CAST({PARAMS} AS json)")} FROM generate_series(1, :rows) AS n"""
+    attempts = f"""
+INSERT INTO email_attempt (intent_id, attempt_number, lease_token, worker_id, stage,
+  started_at, finished_at, outcome, reply_code, reply_text, provider_message_id, duration_ms)
+SELECT id, 1, 'bench', 'bench-worker', 'reply_read', created_at, created_at, {OUTCOME_CASE},
+       250, '250 2.0.0 Ok: queued', provider_message_id, 40
+FROM email_intent WHERE id > :rows - :attempts AND status NOT IN ('sending', 'suppressed')"""
+    params = dict(rows=rows, recent=RECENT_ROWS, attempts=ATTEMPT_ROWS)
+    with engine.begin() as connection:
+        connection.execute(text(insert), {**params, "now": now})
+        connection.execute(text(f"UPDATE email_intent SET attempt_count = {ATTEMPTS_CASE}"))
+        connection.execute(text(attempts), params)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.execute(text("VACUUM ANALYZE"))
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def page_requests(rows: int, rng: random.Random) -> dict[str, Callable[[], str]]:
+    """Each measured page: a name and a function returning the next URL to ask for."""
+    recent_ids = range(rows - RECENT_ROWS, rows + 1)
+    return {
+        "dashboard": lambda: "/",
+        "search: event": lambda: f"/intents?q=order:{rng.randrange(1, rows)}",
+        "search: key prefix": lambda: f"/intents?q=order:{rng.randrange(10, 99)}",
+        "search: recipient": lambda: f"/intents?q=customer{rng.randrange(50000)}@example.com",
+        "search: Message-ID": lambda: f"/intents?q=<{rng.randrange(1, rows)}@bench.localhost>",
+        "search: provider id": lambda: f"/intents?q=relay-{rng.randrange(1, rows)}",
+        "list: all, page 1": lambda: "/intents",
+        "list: all, deep page": lambda: f"/intents?after={rng.randrange(1000, rows)}",
+        "list: ambiguous": lambda: "/intents?status=ambiguous",
+        "list: submitted bulk": lambda: "/intents?status=submitted&lane=bulk",
+        "list: pending 5-60 min": lambda: "/intents?status=pending&age=5to60m",
+        "detail (recent)": lambda: f"/intents/{rng.choice(recent_ids)}",
+        "detail (old)": lambda: f"/intents/{rng.randrange(1, rows - RECENT_ROWS)}",
+    }
+
+
+def measure(url: str, rows: int, repeat: int) -> dict[str, tuple[float, float]]:
+    app = create_app({"CONSOLE_DATABASE_URL": url, "CONSOLE_SECRET_KEY": "bench"})
+    with app.app_context():
+        create_user(db.session, "bench", "bench-password", "operator")
+        db.session.commit()
+    client = app.test_client()
+    with client.session_transaction() as flask_session:
+        flask_session["_csrf_token"] = "bench"
+    login = {"username": "bench", "password": "bench-password", "csrf_token": "bench"}
+    assert client.post("/login", data=login).status_code == 302
+    rng = random.Random(7)
+    results = {}
+    for name, next_url in page_requests(rows, rng).items():
+        for _ in range(3):  # warm caches and prepared plans
+            client.get(next_url())
+        samples = []
+        for _ in range(repeat):
+            target = next_url()
+            started = time.perf_counter()
+            response = client.get(target)
+            samples.append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200, (target, response.status_code)
+        results[name] = (statistics.median(samples), percentile(samples, 0.95))
+    with app.app_context():
+        db.engine.dispose()
+    return results
+
+
+def report(backend: str, rows: int, fill_seconds: float, results: dict) -> None:
+    print(f"\n{backend}: {rows:,} intents (filled in {fill_seconds:.0f} s)")
+    print(f"  {'page':<26}{'p50 ms':>9}{'p95 ms':>9}")
+    for name, (p50, p95) in results.items():
+        flag = "" if p95 <= TARGET_P95_MS else f"  over the {TARGET_P95_MS:.0f} ms target"
+        print(f"  {name:<26}{p50:>9.1f}{p95:>9.1f}{flag}")
+
+
+def run_backend(backend: str, rows: int, repeat: int, workdir: Path) -> None:
+    now = utcnow()
+    cluster = None
+    if backend == "sqlite":
+        url = f"sqlite:///{workdir / 'bench.db'}"
+    else:
+        cluster = pgcluster.start_cluster()
+        url = pgcluster.create_database(cluster, "bench")
+    try:
+        migrate_to_head(url)
+        engine = make_engine(url)
+        started = time.perf_counter()
+        (fill_sqlite if backend == "sqlite" else fill_postgresql)(engine, rows, now)
+        fill_seconds = time.perf_counter() - started
+        engine.dispose()
+        report(backend, rows, fill_seconds, measure(url, rows, repeat))
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=40, help="requests per page kind")
+    args = parser.parse_args()
+    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    workdir = Path(tempfile.mkdtemp(prefix="bench-console."))
+    try:
+        for backend in backends:
+            run_backend(backend, args.rows, args.repeat, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
