@@ -6,6 +6,7 @@ import click
 from flask.cli import FlaskGroup
 
 from console import create_app
+from console.demo import demo_command
 from console.retention import prune_command
 from console.runner import serve_command, worker_command
 from console.users import user_cli
@@ -20,3 +21,4 @@ main.add_command(user_cli)
 main.add_command(prune_command)
 main.add_command(worker_command)
 main.add_command(serve_command)
+main.add_command(demo_command)

@@ -22,12 +22,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, select, text
 
 from console import create_app
 from console.database import make_engine
 from console.extensions import db
-from console.models import utcnow
+from console.models import Intent, utcnow
+from console.store import queries
 from console.users import create_user
 from tests import pgcluster
 from tests.conftest import migrate_to_head
@@ -121,7 +122,14 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-def page_requests(rows: int, rng: random.Random) -> dict[str, Callable[[], str]]:
+def deep_cursors(rows: int, rng: random.Random) -> list[str]:
+    """Keyset positions of random intents, as the "next page" links carry them."""
+    ids = [rng.randrange(1000, rows) for _ in range(50)]
+    found = db.session.execute(select(Intent.created_at, Intent.id).where(Intent.id.in_(ids)))
+    return [queries.encode_cursor(created_at, intent_id) for created_at, intent_id in found]
+
+
+def page_requests(rows: int, rng: random.Random, cursors: list[str]) -> dict[str, Callable]:
     """Each measured page: a name and a function returning the next URL to ask for."""
     recent_ids = range(rows - RECENT_ROWS, rows + 1)
     return {
@@ -132,7 +140,8 @@ def page_requests(rows: int, rng: random.Random) -> dict[str, Callable[[], str]]
         "search: Message-ID": lambda: f"/intents?q=<{rng.randrange(1, rows)}@bench.localhost>",
         "search: provider id": lambda: f"/intents?q=relay-{rng.randrange(1, rows)}",
         "list: all, page 1": lambda: "/intents",
-        "list: all, deep page": lambda: f"/intents?after={rng.randrange(1000, rows)}",
+        "list: all, deep page": lambda: f"/intents?after={rng.choice(cursors)}",
+        "list: template": lambda: "/intents?template=password-reset",
         "list: ambiguous": lambda: "/intents?status=ambiguous",
         "list: submitted bulk": lambda: "/intents?status=submitted&lane=bulk",
         "list: pending 5-60 min": lambda: "/intents?status=pending&age=5to60m",
@@ -143,17 +152,18 @@ def page_requests(rows: int, rng: random.Random) -> dict[str, Callable[[], str]]
 
 def measure(url: str, rows: int, repeat: int) -> dict[str, tuple[float, float]]:
     app = create_app({"CONSOLE_DATABASE_URL": url, "CONSOLE_SECRET_KEY": "bench"})
+    rng = random.Random(7)
     with app.app_context():
         create_user(db.session, "bench", "bench-password", "operator")
         db.session.commit()
+        cursors = deep_cursors(rows, rng)
     client = app.test_client()
     with client.session_transaction() as flask_session:
         flask_session["_csrf_token"] = "bench"
     login = {"username": "bench", "password": "bench-password", "csrf_token": "bench"}
     assert client.post("/login", data=login).status_code == 302
-    rng = random.Random(7)
     results = {}
-    for name, next_url in page_requests(rows, rng).items():
+    for name, next_url in page_requests(rows, rng, cursors).items():
         for _ in range(3):  # warm caches and prepared plans
             client.get(next_url())
         samples = []
