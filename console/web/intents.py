@@ -66,7 +66,6 @@ def _render_detail(intent_id: int, status_code: int = 200, **extra):
         can_act=has_role("operator"),
         requeueable=intent.status in REQUEUEABLE_STATUSES,
         suppression_warning=None,
-        now=dt.datetime.now(dt.UTC),
     )
     if context["can_act"] and context["requeueable"]:
         context["suppression_warning"] = operations.suppression_warning(
@@ -87,13 +86,14 @@ def detail(intent_id: int):
 def preview(intent_id: int):
     """Render the message as the worker would build it; the look is audited."""
     intent = _detail_or_404(intent_id).intent
-    try:
-        message = build_message(intent, mail_from=current_settings().mail_from)
-        preview = _message_parts(message)
-    except TemplateError as exc:
-        preview = {"error": f"The message cannot be rendered: {exc}"}
     if intent.params_scrubbed_at is not None:
         preview = {"error": "The parameters were scrubbed after the retention period."}
+    else:
+        try:
+            message = build_message(intent, mail_from=current_settings().mail_from)
+            preview = _message_parts(message)
+        except TemplateError as exc:
+            preview = {"error": f"The message cannot be rendered: {exc}"}
     operations.record_preview(db.session, intent_id, actor=current_user.username)
     db.session.commit()
     if request.htmx:

@@ -55,64 +55,57 @@ CASE WHEN n % 5 = 0 THEN 'login-code' WHEN n % 3 = 0 THEN 'welcome'
      WHEN n % 3 = 1 THEN 'order-confirmation' ELSE 'case-assigned' END"""
 ATTEMPTS_CASE = """
 CASE status WHEN 'submitted' THEN 1 WHEN 'failed' THEN 3 WHEN 'dead' THEN 8
-            WHEN 'ambiguous' THEN 1 WHEN 'pending' THEN id % 3 ELSE 0 END"""
+            WHEN 'ambiguous' THEN 1 WHEN 'pending' THEN n % 3 ELSE 0 END"""
 OUTCOME_CASE = """
 CASE status WHEN 'submitted' THEN 'accepted' WHEN 'failed' THEN 'permanent'
             WHEN 'dead' THEN 'transient' WHEN 'ambiguous' THEN 'ambiguous'
             WHEN 'pending' THEN 'transient' END"""
 
 
-def _intent_select(created_at: str, params: str) -> str:
-    """SELECT of one email_intent row per n, with `created_at` and `params` SQL expressions."""
+def _intent_select(created_at: str, params: str, numbers: str) -> str:
+    """SELECT one email_intent row per n of `numbers`; `created_at`, `params` are SQL."""
     return f"""
 SELECT 'order:' || n || ':' || 'confirmation', '<' || n || '@bench.localhost>', 'order:' || n,
        'customer' || (n % 50000) || '@example.com', {TEMPLATE_CASE}, 1,
-       {params}, {STATUS_CASE}, CASE WHEN n % 5 = 0 THEN 'critical' ELSE 'bulk' END,
-       0, {created_at}, {created_at}, {created_at}, 'relay-' || n"""
+       {params}, status, CASE WHEN n % 5 = 0 THEN 'critical' ELSE 'bulk' END,
+       {ATTEMPTS_CASE}, {created_at}, {created_at}, {created_at}, 'relay-' || n
+FROM (SELECT n, {STATUS_CASE} AS status FROM {numbers}) AS numbered"""
 
 
 INTENT_COLUMNS = """(idempotency_key, message_id, event, recipient, template, template_version,
  params, status, lane, attempt_count, next_attempt_at, created_at, updated_at,
  provider_message_id)"""
-
-
-def fill_sqlite(engine: Engine, rows: int, now: dt.datetime) -> None:
-    seconds = f"((:rows - n) * {DAYS_OF_MAIL * 86400.0} / :rows)"
-    created_at = f"strftime('%Y-%m-%d %H:%M:%S', :now, '-' || CAST({seconds} AS INTEGER) || ' seconds') || '.000000'"  # noqa: E501
-    insert = f"""
-WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < :rows)
-INSERT INTO email_intent {INTENT_COLUMNS} {_intent_select(created_at, PARAMS)} FROM seq"""
-    attempts = f"""
+ATTEMPTS_INSERT = f"""
 INSERT INTO email_attempt (intent_id, attempt_number, lease_token, worker_id, stage,
   started_at, finished_at, outcome, reply_code, reply_text, provider_message_id, duration_ms)
 SELECT id, 1, 'bench', 'bench-worker', 'reply_read', created_at, created_at, {OUTCOME_CASE},
        250, '250 2.0.0 Ok: queued', provider_message_id, 40
 FROM email_intent WHERE id > :rows - :attempts AND status NOT IN ('sending', 'suppressed')"""
+
+
+def fill_sqlite(engine: Engine, rows: int, now: dt.datetime) -> None:
+    seconds = f"CAST((:rows - n) * {DAYS_OF_MAIL * 86400.0} / :rows AS INTEGER)"
+    created_at = f"strftime('%Y-%m-%d %H:%M:%S', :now, '-' || {seconds} || ' seconds') || '.000000'"
+    insert = f"""
+WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < :rows)
+INSERT INTO email_intent {INTENT_COLUMNS} {_intent_select(created_at, PARAMS, "seq")}"""
     params = dict(rows=rows, recent=RECENT_ROWS, attempts=ATTEMPT_ROWS)
     naive_now = now.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S")
     with engine.begin() as connection:
         connection.execute(text(insert), {**params, "now": naive_now})
-        connection.execute(text(f"UPDATE email_intent SET attempt_count = {ATTEMPTS_CASE}"))
-        connection.execute(text(attempts), params)
+        connection.execute(text(ATTEMPTS_INSERT), params)
 
 
 def fill_postgresql(engine: Engine, rows: int, now: dt.datetime) -> None:
     seconds = f"((:rows - n) * {DAYS_OF_MAIL * 86400.0} / :rows)"
     created_at = f"(CAST(:now AS timestamptz) - make_interval(secs => {seconds}))"
-    insert = f"""
-INSERT INTO email_intent {INTENT_COLUMNS}
-{_intent_select(created_at, f"CAST({PARAMS} AS json)")} FROM generate_series(1, :rows) AS n"""
-    attempts = f"""
-INSERT INTO email_attempt (intent_id, attempt_number, lease_token, worker_id, stage,
-  started_at, finished_at, outcome, reply_code, reply_text, provider_message_id, duration_ms)
-SELECT id, 1, 'bench', 'bench-worker', 'reply_read', created_at, created_at, {OUTCOME_CASE},
-       250, '250 2.0.0 Ok: queued', provider_message_id, 40
-FROM email_intent WHERE id > :rows - :attempts AND status NOT IN ('sending', 'suppressed')"""
+    numbers = "generate_series(1, :rows) AS series(n)"
+    select_rows = _intent_select(created_at, f"CAST({PARAMS} AS json)", numbers)
+    insert = f"INSERT INTO email_intent {INTENT_COLUMNS} {select_rows}"
     params = dict(rows=rows, recent=RECENT_ROWS, attempts=ATTEMPT_ROWS)
     with engine.begin() as connection:
         connection.execute(text(insert), {**params, "now": now})
-        connection.execute(text(f"UPDATE email_intent SET attempt_count = {ATTEMPTS_CASE}"))
-        connection.execute(text(attempts), params)
+        connection.execute(text(ATTEMPTS_INSERT), params)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.execute(text("VACUUM ANALYZE"))
 
