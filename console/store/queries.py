@@ -8,8 +8,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, func, literal, or_, select, tuple_
+from sqlalchemy import ColumnElement, and_, case, func, literal, or_, select, text, tuple_
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.util import ClauseAdapter
 
 from console.models import (
     AMBIGUOUS,
@@ -44,6 +45,7 @@ SUBMITTED_WINDOW_HOURS = 24
 CHART_MINUTES = 60
 FAILED_OUTCOMES = ("transient", "permanent", "ambiguous")
 PAGE_SIZE = 50
+RECENT_WINDOW = 5_000  # a broad prefix search first looks among this many newest intents
 
 
 class InvalidFilter(ValueError):
@@ -79,11 +81,13 @@ class SearchFilters:
         fields = dataclasses.asdict(self)
         return {name: value for name, value in fields.items() if value}
 
-    def conditions(self, dialect: str, now: dt.datetime) -> list[ColumnElement[bool]]:
+    def conditions(
+        self, dialect: str, now: dt.datetime, *, with_text: bool = True
+    ) -> list[ColumnElement[bool]]:
         """Return the WHERE conditions on email_intent these filters mean."""
         conditions: list[ColumnElement[bool]] = []
-        if self.q:
-            conditions.append(_text_match(self.q, dialect))
+        if self.q and with_text:
+            conditions.append(or_(*_text_matches(self.q, dialect)))
         if self.status:
             conditions.append(Intent.status == self.status)
         if self.lane:
@@ -93,6 +97,19 @@ class SearchFilters:
         if self.age:
             conditions.extend(_age_conditions(self.age, now))
         return conditions
+
+    def branches(self, dialect: str) -> list[Branch]:
+        """Split the search into queries whose union is the whole, each served by one index.
+
+        The search box is an OR of lookups (event, key, recipient, ...): one query
+        per lookup. A status without a lane: one query per lane, on the
+        (status, lane, created_at) index. Otherwise a single query.
+        """
+        if self.q:
+            return _text_branches(self.q, dialect)
+        if self.status and not self.lane:
+            return [Branch([Intent.lane == lane]) for lane in LANES]
+        return [Branch([])]
 
 
 def _prefix_match(column: Any, prefix: str, dialect: str) -> ColumnElement[bool]:
@@ -109,13 +126,35 @@ def _prefix_match(column: Any, prefix: str, dialect: str) -> ColumnElement[bool]
     return and_(column >= prefix, column < upper)
 
 
-def _text_match(q: str, dialect: str) -> ColumnElement[bool]:
+@dataclasses.dataclass(frozen=True)
+class Branch:
+    """One query of a search; `may_be_broad` for a prefix that can match most rows."""
+
+    conditions: list[ColumnElement[bool]]
+    may_be_broad: bool = False
+
+
+def _without_index(expression: Any) -> Any:
+    """The same value, out of reach of any index (coalesce(x, x) is x)."""
+    return func.coalesce(expression, expression)
+
+
+PREFIX_COLUMNS = (Intent.event, Intent.idempotency_key)
+
+
+def _text_branches(q: str, dialect: str) -> list[Branch]:
+    prefixes = or_(*(_prefix_match(column, q, dialect) for column in PREFIX_COLUMNS))
+    return [Branch([prefixes], may_be_broad=True)] + [Branch([m]) for m in _exact_matches(q)]
+
+
+def _text_matches(q: str, dialect: str) -> list[ColumnElement[bool]]:
     """The one search box: event or key prefix, recipient, Message-ID, provider id, #id."""
-    matches = [
-        _prefix_match(Intent.event, q, dialect),
-        _prefix_match(Intent.idempotency_key, q, dialect),
-        Intent.provider_message_id == q,
-    ]
+    prefixes = [_prefix_match(column, q, dialect) for column in PREFIX_COLUMNS]
+    return prefixes + _exact_matches(q)
+
+
+def _exact_matches(q: str) -> list[ColumnElement[bool]]:
+    matches = [Intent.provider_message_id == q]
     if "@" in q:
         local, _, domain = q.rpartition("@")
         bare = q.strip("<>")
@@ -124,7 +163,7 @@ def _text_match(q: str, dialect: str) -> ColumnElement[bool]:
     digits = q.removeprefix("#")
     if digits.isdigit() and len(digits) < 19:
         matches.append(Intent.id == int(digits))
-    return or_(*matches)
+    return matches
 
 
 def _age_conditions(age: str, now: dt.datetime) -> list[ColumnElement[bool]]:
@@ -182,29 +221,65 @@ def search_intents(
 ) -> SearchPage:
     """Return one page of matching intents, newest first, after the keyset position `after`.
 
-    Rows are ordered by (created_at, id), the order of the (status, lane, created_at)
-    and created_at indexes. A status filter without a lane runs once per lane, so
-    each query walks its index in order and stops after one page.
+    Rows are ordered by (created_at, id). Each branch of the search (see
+    SearchFilters.branches) fetches one page in that order from its own index;
+    the page is the newest rows of their union.
     """
     now = now or utcnow()
-    conditions = filters.conditions(_dialect(session), now)
+    dialect = _dialect(session)
+    if dialect == "postgresql":  # a generic plan cannot use an index for LIKE $1
+        session.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+    conditions = filters.conditions(dialect, now, with_text=False)
+    position = []
     if after:
         after_created_at, after_id = decode_cursor(after)
-        conditions.append(Intent.created_at <= after_created_at)
-        conditions.append(tuple_(Intent.created_at, Intent.id) < tuple_(after_created_at, after_id))
-    per_lane = filters.status and not filters.lane and not filters.q
-    columns = [getattr(Intent, field.name) for field in dataclasses.fields(IntentRow)]
-    rows: list[IntentRow] = []
-    for lane in LANES if per_lane else (None,):
-        query = select(*columns).where(*conditions)
-        if lane is not None:
-            query = query.where(Intent.lane == lane)
-        query = query.order_by(Intent.created_at.desc(), Intent.id.desc()).limit(limit + 1)
-        rows += [IntentRow(*row) for row in session.execute(query)]
-    rows.sort(key=lambda row: (row.created_at, row.id), reverse=True)
+        position.append(Intent.created_at <= after_created_at)
+        position.append(tuple_(Intent.created_at, Intent.id) < tuple_(after_created_at, after_id))
+    found: dict[int, IntentRow] = {}
+    for branch in filters.branches(dialect):
+        rows = _branch_rows(session, conditions, position, branch, limit + 1)
+        found.update((row.id, row) for row in rows)
+    rows = sorted(found.values(), key=lambda row: (row.created_at, row.id), reverse=True)
     last = rows[limit - 1] if len(rows) > limit else None
     next_after = encode_cursor(last.created_at, last.id) if last else None
     return SearchPage(rows=rows[:limit], next_after=next_after)
+
+
+def _branch_rows(
+    session: Session, conditions: list, position: list, branch: Branch, limit: int
+) -> list[IntentRow]:
+    """The newest `limit` rows of one branch.
+
+    A prefix may match most rows or a few: first look for a page among the
+    RECENT_WINDOW newest intents (walking the created_at index); failing that,
+    read every match through the prefixes' indexes and sort them (ordering by
+    an unindexed created_at keeps the planner from walking created_at through
+    matches clustered far in the past).
+    """
+    columns = [getattr(Intent, field.name) for field in dataclasses.fields(IntentRow)]
+    newest = (Intent.created_at.desc(), Intent.id.desc())
+    if branch.may_be_broad:
+        # the row columns include every column the filters and the prefixes test
+        recent = select(*columns).where(*position).order_by(*newest).limit(RECENT_WINDOW)
+        window = recent.subquery()
+        query = (
+            select(window)
+            .where(*_adapt(window, [*conditions, *branch.conditions]))
+            .order_by(window.c.created_at.desc(), window.c.id.desc())
+            .limit(limit)
+        )
+        rows = [IntentRow(*row) for row in session.execute(query)]
+        if len(rows) == limit:
+            return rows
+        newest = (_without_index(Intent.created_at).desc(), Intent.id.desc())
+    query = select(*columns).where(*conditions, *position, *branch.conditions)
+    return [IntentRow(*row) for row in session.execute(query.order_by(*newest).limit(limit))]
+
+
+def _adapt(subquery: Any, conditions: list) -> list:
+    """Rewrite conditions on email_intent to refer to the same columns of `subquery`."""
+    adapter = ClauseAdapter(subquery)
+    return [adapter.traverse(condition) for condition in conditions]
 
 
 def _dialect(session: Session) -> str:

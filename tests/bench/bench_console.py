@@ -129,6 +129,8 @@ def page_requests(rows: int, rng: random.Random, cursors: list[str]) -> dict[str
         "dashboard": lambda: "/",
         "search: event": lambda: f"/intents?q=order:{rng.randrange(1, rows)}",
         "search: key prefix": lambda: f"/intents?q=order:{rng.randrange(10, 99)}",
+        "search: typing 'order:'": lambda: "/intents?q=order:",
+        "search: 1-digit prefix": lambda: f"/intents?q=order:{rng.randrange(1, 9)}",
         "search: recipient": lambda: f"/intents?q=customer{rng.randrange(50000)}@example.com",
         "search: Message-ID": lambda: f"/intents?q=<{rng.randrange(1, rows)}@bench.localhost>",
         "search: provider id": lambda: f"/intents?q=relay-{rng.randrange(1, rows)}",
