@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from console.extensions import db
 from console.models import (
+    AlertState,
     Attempt,
     AuditEntry,
     Intent,
@@ -160,6 +161,25 @@ def test_alerts_for_dead_letters_ambiguity_and_a_silent_worker(app, console_clie
     assert '<a href="/intents?status=dead">1 dead letter to decide on</a>' in page
     assert "1 ambiguous send waiting for reconciliation" in page
     assert "The worker has not ticked for 10 min" in page
+
+
+def test_other_firing_alert_conditions_join_the_banner(app, console_client, add_intent):
+    fired_at = utcnow() - dt.timedelta(minutes=3)
+    add_rows(
+        app,
+        heartbeat(utcnow()),
+        AlertState(condition="breaker_open:bulk", active=True, summary="bulk lane paused",
+                   fired_at=fired_at),
+        AlertState(condition="dead_letter", active=True, summary="1 dead letter",
+                   fired_at=fired_at),
+        AlertState(condition="provider_auth", active=False, summary="provider refused",
+                   fired_at=fired_at),
+    )  # fmt: skip
+    page = console_client("viewer").get("/").text
+    banner = page.split('class="alerts"')[1].split("</div>")[0]
+    assert f"bulk lane paused (since {fired_at:%Y-%m-%d %H:%M:%S} UTC)" in banner
+    assert "1 dead letter" not in banner, "dead letters show with their count instead"
+    assert "provider refused" not in banner, "cleared conditions are not shown"
 
 
 def test_dashboard_alerts_threshold():

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Sequence
 
 from flask import Blueprint, Flask, current_app, render_template, request, url_for
 
+from console import alerts as alert_conditions
 from console.extensions import current_settings, db
-from console.models import STATUSES
+from console.models import STATUSES, AlertState
 from console.store import queries
 from console.web.auth import role_required
 
@@ -16,6 +18,8 @@ bp = Blueprint("dashboard", __name__)
 
 REFRESH_SECONDS = 5  # Flask config DASHBOARD_REFRESH_SECONDS overrides it
 WORKER_STALE_MIN_SECONDS = 60.0
+# firing conditions the banner already shows with their counts and links
+SHOWN_BY_COUNTS = (alert_conditions.DEAD_LETTER, alert_conditions.AMBIGUOUS_WAITING)
 CHART_WIDTH = 600
 CHART_HEIGHT = 120
 
@@ -31,8 +35,13 @@ def worker_stale_after_seconds(poll_seconds: float) -> float:
     return max(WORKER_STALE_MIN_SECONDS, 10 * poll_seconds)
 
 
-def dashboard_alerts(snapshot: queries.Dashboard, stale_after_seconds: float) -> list[Alert]:
-    """The conditions an operator must look at: dead letters, ambiguity, a silent worker."""
+def dashboard_alerts(
+    snapshot: queries.Dashboard,
+    stale_after_seconds: float,
+    firing: Sequence[AlertState] = (),
+) -> list[Alert]:
+    """The conditions an operator must look at: dead letters, ambiguity, a silent worker,
+    and the other alert conditions firing now (pending too long, breaker open, ...)."""
     alerts = []
     if snapshot.dead:
         link = url_for("intents.search", status="dead")
@@ -47,6 +56,9 @@ def dashboard_alerts(snapshot: queries.Dashboard, stale_after_seconds: float) ->
         silent_seconds = (snapshot.now - snapshot.last_tick_at).total_seconds()
         if silent_seconds > stale_after_seconds:
             alerts.append(Alert(f"The worker has not ticked for {format_age(silent_seconds)}"))
+    for state in firing:
+        if state.condition not in SHOWN_BY_COUNTS and state.summary:
+            alerts.append(Alert(f"{state.summary} (since {format_timestamp(state.fired_at)} UTC)"))
     return alerts
 
 
@@ -91,9 +103,10 @@ def index():
     snapshot = queries.dashboard(db.session)
     stale_after = worker_stale_after_seconds(current_settings().poll_seconds)
     shapes, peak = chart_shapes(snapshot.chart)
+    firing = alert_conditions.firing_alerts(db.session)
     context = dict(
         snapshot=snapshot,
-        alerts=dashboard_alerts(snapshot, stale_after),
+        alerts=dashboard_alerts(snapshot, stale_after, firing),
         statuses=STATUSES,
         age_buckets=queries.AGE_BUCKETS,
         submitted_window_hours=queries.SUBMITTED_WINDOW_HOURS,
