@@ -200,9 +200,9 @@ class SendGuard:
         """Feed one recorded outcome to the breaker and the per-domain runs; commit."""
         if reached_transport:
             if lane in self.probing:
-                self._settle_probe(session, lane, outcome, now)
+                self._settle_probe(session, lane, outcome, code, now)
             else:
-                self._count_towards_breaker(session, lane, outcome, now)
+                self._count_towards_breaker(session, lane, outcome, code, now)
         deferral = self.domain_runs.record(recipient_domain(recipient), outcome, code, now)
         if deferral is not None:
             deferred = defer_domain(session, deferral)
@@ -213,10 +213,10 @@ class SendGuard:
             )
         session.commit()
 
-    def _settle_probe(self, session: Session, lane: str, outcome: str, now) -> None:
+    def _settle_probe(self, session: Session, lane: str, outcome: str, code, now) -> None:
         self.probing.discard(lane)
         state = self.states[lane]
-        settled = breaker.after_probe(state, outcome, self.policy.breaker, now)
+        settled = breaker.after_probe(state, outcome, self.policy.breaker, now, code)
         if _write(session, lane, state, settled, now):
             self.states[lane] = settled
             self.windows[lane].clear()
@@ -225,9 +225,9 @@ class SendGuard:
             extra={"lane": lane, "outcome": outcome, "breaker_state": settled.state},
         )
 
-    def _count_towards_breaker(self, session: Session, lane: str, outcome: str, now) -> None:
+    def _count_towards_breaker(self, session: Session, lane: str, outcome: str, code, now):
         window = self.windows[lane]
-        window.record(outcome)
+        window.record(outcome, code)
         state = self.states[lane]
         opened = breaker.should_trip(state, window, self.policy.breaker, now)
         if opened is None:

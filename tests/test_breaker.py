@@ -65,6 +65,40 @@ def test_a_normal_mix_of_4yz_and_5yz_never_trips_the_default_breaker():
         assert breaker.should_trip(BreakerState(), window, policy, T0) is None
 
 
+@pytest.mark.parametrize(
+    "outcome, code, failure",
+    [
+        ("accepted", 250, False),
+        ("transient", None, True),  # refused connection, DNS, TLS, timeout before DATA
+        ("ambiguous", None, True),
+        ("transient", 421, True),  # the relay closes the channel
+        ("permanent", 535, True),  # our credentials
+        ("permanent", 554, True),  # a blanket refusal
+        ("transient", 503, True),  # an HTTP provider's outage
+        ("permanent", 401, True),
+        ("transient", 451, False),  # one mailbox busy or greylisting: domain back-off's job
+        ("transient", 452, False),
+        ("permanent", 550, False),  # one unknown mailbox
+        ("permanent", 422, False),  # one request the provider judged invalid
+    ],
+)
+def test_what_counts_against_the_provider(outcome, code, failure):
+    assert breaker.is_provider_failure(outcome, code) is failure
+
+
+def test_refusals_of_single_recipients_never_trip_the_breaker():
+    window = FailureWindow(10)
+    for code in (451, 550, 452, 553) * 5:
+        window.record("transient" if code < 500 else "permanent", code)
+    assert breaker.should_trip(BreakerState(), window, POLICY, T0) is None
+
+
+def test_a_probe_answered_with_a_recipient_refusal_closes_the_breaker():
+    probing = BreakerState(HALF_OPEN, trips=1, resume_at=seconds(150))
+    assert breaker.after_probe(probing, "transient", POLICY, T0, code=451).state == CLOSED
+    assert breaker.after_probe(probing, "transient", POLICY, T0, code=421).state == OPEN
+
+
 def test_an_open_breaker_does_not_trip_again():
     state = BreakerState(OPEN, trips=1, resume_at=seconds(30))
     assert breaker.should_trip(state, window_of(*["transient"] * 10), POLICY, T0) is None

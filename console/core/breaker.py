@@ -1,11 +1,17 @@
 """The circuit breaker of a lane (retry budget), as pure decisions.
 
 ``closed``: mail flows; each worker keeps a window of its last N outcomes. When
-the share of attempts that were not accepted reaches the threshold (with at
-least half a window seen), the breaker opens: the lane pauses for
-``open_seconds``, doubled on each consecutive trip up to ``max_open_seconds``.
-When the pause is over one worker moves it to ``half_open`` and sends a single
-probe; an accepted probe closes the breaker, any other outcome opens it again.
+the share of provider failures reaches the threshold (with at least half a
+window seen), the breaker opens: the lane pauses for ``open_seconds``, doubled
+on each consecutive trip up to ``max_open_seconds``. When the pause is over one
+worker moves it to ``half_open`` and sends a single probe; a probe the provider
+answers properly closes the breaker, a failing one opens it again.
+
+A provider failure is anything but an acceptance or a refusal about one
+message or recipient: no connection, a timeout, an unknown outcome, 421,
+authentication refused, HTTP 401/403/429/5xx. A mailbox that is busy (450-452)
+or unknown (550-553), or a request the provider judged invalid (HTTP 400, 404,
+422), shows the provider at work; per-domain back-off deals with the 4yz.
 A probe that never reports (its worker died) is given up after
 ``probe_timeout_seconds`` and another probe may go.
 """
@@ -56,17 +62,26 @@ class BreakerState:
     resume_at: dt.datetime | None = None  # open: a probe may go; half open: probe given up
 
 
+# Refusals about one recipient or one message: the provider is up and answering.
+MESSAGE_LEVEL_CODES = frozenset({450, 451, 452, 550, 551, 552, 553, 400, 404, 422})
+
+
+def is_provider_failure(outcome: str, code: int | None) -> bool:
+    """Return whether an attempt's outcome counts against the provider."""
+    return outcome != ACCEPTED and code not in MESSAGE_LEVEL_CODES
+
+
 class FailureWindow:
-    """The last `size` attempt outcomes seen by one worker for one lane."""
+    """Whether each of the last `size` attempts seen by one worker was a provider failure."""
 
     def __init__(self, size: int) -> None:
         self._outcomes: deque[bool] = deque(maxlen=size)
 
-    def record(self, outcome: str) -> None:
-        self._outcomes.append(outcome != ACCEPTED)
+    def record(self, outcome: str, code: int | None = None) -> None:
+        self._outcomes.append(is_provider_failure(outcome, code))
 
     def rate(self) -> float:
-        """Return the share of outcomes that were not accepted (0 when empty)."""
+        """Return the share of provider failures (0 when empty)."""
         return sum(self._outcomes) / len(self._outcomes) if self._outcomes else 0.0
 
     def __len__(self) -> int:
@@ -109,9 +124,13 @@ def start_probe(state: BreakerState, policy: BreakerPolicy, now: dt.datetime) ->
 
 
 def after_probe(
-    state: BreakerState, outcome: str, policy: BreakerPolicy, now: dt.datetime
+    state: BreakerState,
+    outcome: str,
+    policy: BreakerPolicy,
+    now: dt.datetime,
+    code: int | None = None,
 ) -> BreakerState:
-    """Close on an accepted probe; otherwise open again, for longer."""
-    if outcome == ACCEPTED:
+    """Close when the provider answered the probe properly; otherwise open again, for longer."""
+    if not is_provider_failure(outcome, code):
         return BreakerState(CLOSED, trips=0, failure_rate=0.0)
     return _opened(state.trips + 1, state.failure_rate, policy, now)
