@@ -20,7 +20,7 @@ from console.outbox import enqueue
 
 
 class CaseworkBase(DeclarativeBase):
-    pass
+    """The example application's own tables, apart from the outbox's."""
 
 
 class CaseAssignment(CaseworkBase):
