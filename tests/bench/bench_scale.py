@@ -1,0 +1,444 @@
+"""Scale-out on PostgreSQL: throughput, critical latency, enqueue overhead, RSS, /metrics cost.
+
+Everything runs against one throwaway PostgreSQL cluster and a subprocess SMTP
+sink that accepts every message, with real ``console worker`` processes:
+
+1. the bare-client ceiling: render + serialize + aiosmtplib ``sendmail`` in 1
+   and in 4 plain processes, no database (what the hardware can send at all);
+2. throughput of 1, 2 and 4 ``console worker`` processes draining a backlog;
+3. critical-lane latency (enqueue -> accepted, p50/p99) of login codes enqueued
+   through ``enqueue()`` while 2 workers drain a 20,000-intent bulk backlog;
+4. enqueue overhead: a business transaction (INSERT an order + ``enqueue()``)
+   against the same transaction with a bare INSERT of the same intent row;
+5. worker RSS after 50,000 messages (against its RSS once warmed up);
+6. one uncached /metrics snapshot on a million intents.
+
+    python -m tests.bench.bench_scale                      # everything (~15 min on 2 cores)
+    python -m tests.bench.bench_scale --only throughput --messages 3000
+
+Targets: 4 processes >= 2.5x one; critical p99 <= 1 s; enqueue <= 2x a bare
+INSERT; RSS growth <= 30 MB. Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from sqlalchemy import Engine, func, select, text
+from sqlalchemy.orm import Session
+
+from console.database import make_engine
+from console.models import SUBMITTED, Intent, utcnow
+from console.outbox import enqueue
+from tests import pgcluster
+from tests.conftest import migrate_to_head
+from tests.smtp_server import SubprocessSMTPServer
+from tests.test_scale_out import (
+    bulk_insert_intents,
+    console_environment,
+    recipient,
+    worker_process,
+)
+
+WORKER_SETTINGS = dict(
+    CONSOLE_POLL_SECONDS="0.2", CONSOLE_BATCH_SIZE="50", CONSOLE_SMTP_CONNECTIONS="4"
+)
+TARGETS = {
+    "scaling": "4 processes >= 2.5x one",
+    "critical_p99": "<= 1 s",
+    "enqueue": "<= 2x a bare INSERT",
+    "rss": "growth <= 30 MB",
+}
+
+
+class Bench:
+    """The cluster, the sink and a counter for fresh databases."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.cluster = pgcluster.start_cluster(max_connections=300)
+        template_url = pgcluster.create_database(self.cluster, "bench_template")
+        migrate_to_head(template_url)
+        self.sink = SubprocessSMTPServer.start()
+        self._databases = 0
+
+    def fresh_database(self) -> str:
+        self._databases += 1
+        name = f"bench_{self._databases}"
+        return pgcluster.create_database(self.cluster, name, template="bench_template")
+
+    def environment(self, url: str, **extra: str) -> dict[str, str]:
+        return console_environment(url, self.sink.url, **WORKER_SETTINGS, **extra)
+
+    def close(self) -> None:
+        self.sink.stop()
+        self.cluster.stop()
+
+
+def submitted_count(engine: Engine) -> int:
+    with Session(engine) as session:
+        query = select(func.count()).where(Intent.status == SUBMITTED)
+        return session.execute(query).scalar_one()
+
+
+def cpu_jiffies() -> tuple[int, int]:
+    """Return (busy, total) CPU time of the whole machine so far, from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def drain_rate(engine: Engine, total: int, timeout_seconds: float) -> tuple[float, float]:
+    """Messages a second between 10 % and 90 % of `total` submitted (no start-up, no tail),
+    and the share of the machine's CPU busy meanwhile."""
+    marks: dict[float, tuple[float, tuple[int, int]]] = {}
+    deadline = time.monotonic() + timeout_seconds
+    while time.monotonic() < deadline:
+        done = submitted_count(engine)
+        for fraction in (0.1, 0.9):
+            if done >= fraction * total and fraction not in marks:
+                marks[fraction] = (time.monotonic(), cpu_jiffies())
+        if 0.9 in marks:
+            (start, (busy0, total0)), (end, (busy1, total1)) = marks[0.1], marks[0.9]
+            return 0.8 * total / (end - start), (busy1 - busy0) / max(total1 - total0, 1)
+        time.sleep(0.1)
+    raise TimeoutError(f"{submitted_count(engine)} of {total} submitted in {timeout_seconds} s")
+
+
+# --- 1. the bare client --------------------------------------------------------------------
+
+
+def _bare_client(port: int, count: int, connections: int, results) -> None:
+    from aiosmtplib import SMTP
+
+    from console.render import default_catalog
+    from console.serialize import serialize_message
+
+    catalog = default_catalog()
+    params = {"name": "Ada", "login_url": "https://shop.example.com/login"}
+
+    async def one_connection(numbers: range) -> None:
+        client = SMTP(hostname="127.0.0.1", port=port)
+        await client.connect()
+        for number in numbers:
+            parts = catalog.render("welcome", 1, params)
+            body = serialize_message(
+                mail_from="Shop <shop@example.com>",
+                recipient=recipient(number),
+                message_id=f"<bare-{number}@outbox.test>",
+                parts=parts,
+                date=utcnow(),
+            )
+            await client.sendmail("shop@example.com", [recipient(number)], body)
+        await client.quit()
+
+    async def run() -> None:
+        share = count // connections
+        await asyncio.gather(
+            *(one_connection(range(i * share, (i + 1) * share)) for i in range(connections))
+        )
+
+    started = time.monotonic()
+    asyncio.run(run())
+    results.put(time.monotonic() - started)
+
+
+def bare_client_rate(bench: Bench, processes: int, count_each: int) -> float:
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    children = [
+        context.Process(target=_bare_client, args=(bench.sink.port, count_each, 4, results))
+        for _ in range(processes)
+    ]
+    for child in children:
+        child.start()
+    seconds = max(results.get(timeout=600) for _ in children)
+    for child in children:
+        child.join()
+    return processes * count_each / seconds
+
+
+# --- 2. worker throughput ------------------------------------------------------------------
+
+
+def worker_rate(bench: Bench, processes: int, messages: int) -> tuple[float, float]:
+    url = bench.fresh_database()
+    engine = make_engine(url)
+    bulk_insert_intents(engine, 1, messages)
+    workers = [worker_process(bench.environment(url), bench.workdir) for _ in range(processes)]
+    try:
+        for worker in workers:
+            worker.start()
+        return drain_rate(engine, messages, timeout_seconds=900)
+    finally:
+        for worker in workers:
+            worker.stop()
+        engine.dispose()
+
+
+# --- 3. critical latency under a bulk backlog ----------------------------------------------
+
+
+def critical_latency(bench: Bench, backlog: int, samples: int) -> tuple[float, float, int]:
+    url = bench.fresh_database()
+    engine = make_engine(url)
+    bulk_insert_intents(engine, 1, backlog)
+    workers = [worker_process(bench.environment(url), bench.workdir) for _ in range(2)]
+    stop = threading.Event()
+
+    def enqueue_login_codes() -> None:
+        for number in range(samples):
+            with Session(engine) as session:
+                enqueue(
+                    session,
+                    key=f"login:{number}",
+                    to=recipient(number),
+                    template="login-code",
+                    params={"code": f"{number:06d}"},
+                )
+                session.commit()
+            if stop.wait(0.2):
+                return
+
+    try:
+        for worker in workers:
+            worker.start()
+        while submitted_count(engine) < backlog * 0.05:  # the drain is under way
+            time.sleep(0.1)
+        producer = threading.Thread(target=enqueue_login_codes)
+        producer.start()
+        producer.join()
+        backlog_left = _bulk_waiting(engine)
+        while _pending_login_codes(engine):
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.stop()
+    latencies = _login_code_latencies(engine)
+    engine.dispose()
+    return (
+        statistics.median(latencies),
+        statistics.quantiles(latencies, n=100)[98],
+        backlog_left,
+    )
+
+
+def _bulk_waiting(engine: Engine) -> int:
+    with Session(engine) as session:
+        query = select(func.count()).where(Intent.lane == "bulk", Intent.status != SUBMITTED)
+        return session.execute(query).scalar_one()
+
+
+def _pending_login_codes(engine: Engine) -> int:
+    with Session(engine) as session:
+        query = select(func.count()).where(
+            Intent.template == "login-code", Intent.status != SUBMITTED
+        )
+        return session.execute(query).scalar_one()
+
+
+def _login_code_latencies(engine: Engine) -> list[float]:
+    with Session(engine) as session:
+        rows = session.execute(
+            select(Intent.created_at, Intent.submitted_at).where(Intent.template == "login-code")
+        ).all()
+    return [(submitted - created).total_seconds() for created, submitted in rows]
+
+
+# --- 4. enqueue overhead -------------------------------------------------------------------
+
+BARE_INSERT = text(
+    """
+    INSERT INTO email_intent (idempotency_key, message_id, event, recipient, template,
+        template_version, params, status, lane, attempt_count, next_attempt_at, created_at,
+        updated_at)
+    VALUES (:key, :message_id, :event, :recipient, 'login-code', 1, :params, 'pending',
+        'critical', 0, :now, :now, :now)"""
+)
+ORDER_INSERT = text("INSERT INTO bench_order (customer, total) VALUES (:customer, 42.5)")
+
+
+def enqueue_overhead(bench: Bench, transactions: int) -> tuple[float, float, float]:
+    """Median milliseconds of a business transaction: order only, + bare INSERT, + enqueue."""
+    url = bench.fresh_database()
+    engine = make_engine(url)
+    with engine.begin() as connection:
+        connection.execute(
+            text("CREATE TABLE bench_order (id serial PRIMARY KEY, customer text, total numeric)")
+        )
+
+    def order_only(number: int, session: Session) -> None:
+        session.execute(ORDER_INSERT, {"customer": f"c{number}"})
+
+    def with_bare_insert(number: int, session: Session) -> None:
+        session.execute(ORDER_INSERT, {"customer": f"c{number}"})
+        session.execute(
+            BARE_INSERT,
+            {
+                "key": f"bare:{number}",
+                "message_id": f"<bare-{number}@outbox.test>",
+                "event": f"order:{number}",
+                "recipient": recipient(number),
+                "params": '{"code": "123456"}',
+                "now": utcnow(),
+            },
+        )
+
+    def with_enqueue(number: int, session: Session) -> None:
+        session.execute(ORDER_INSERT, {"customer": f"c{number}"})
+        enqueue(
+            session,
+            key=f"enqueued:{number}",
+            to=recipient(number),
+            template="login-code",
+            params={"code": "123456"},
+            event=f"order:{number}",
+        )
+
+    timings: dict[str, list[float]] = {"order": [], "bare": [], "enqueue": []}
+    bodies = {"order": order_only, "bare": with_bare_insert, "enqueue": with_enqueue}
+    for number in range(transactions):  # interleaved, so drift hits all three alike
+        for name, body in bodies.items():
+            started = time.perf_counter()
+            with Session(engine) as session:
+                body(number, session)
+                session.commit()
+            timings[name].append((time.perf_counter() - started) * 1000)
+    engine.dispose()
+    return tuple(statistics.median(timings[name]) for name in ("order", "bare", "enqueue"))
+
+
+# --- 5. worker RSS -------------------------------------------------------------------------
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def worker_rss(bench: Bench, messages: int, warm_after: int) -> tuple[int, int, int]:
+    url = bench.fresh_database()
+    engine = make_engine(url)
+    bulk_insert_intents(engine, 1, messages)
+    worker = worker_process(bench.environment(url), bench.workdir).start()
+    try:
+        while submitted_count(engine) < warm_after:
+            time.sleep(0.2)
+        warm = rss_kib(worker.pid)
+        while submitted_count(engine) < messages:
+            time.sleep(0.5)
+        end = rss_kib(worker.pid)
+    finally:
+        worker.stop()
+        engine.dispose()
+    return warm, end, end - warm
+
+
+# --- 6. /metrics on a million intents ------------------------------------------------------
+
+
+def metrics_snapshot_ms(bench: Bench, rows: int, repeat: int) -> float:
+    from console.metrics import read_snapshot
+    from tests.bench.bench_console import fill_postgresql
+
+    url = bench.fresh_database()
+    engine = make_engine(url)
+    fill_postgresql(engine, rows, utcnow())
+    timings = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        with Session(engine) as session, session.begin():
+            read_snapshot(session, utcnow(), alive_within_seconds=60)
+        timings.append((time.perf_counter() - started) * 1000)
+    engine.dispose()
+    return statistics.median(timings)
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=6000, help="backlog per throughput run")
+    parser.add_argument("--backlog", type=int, default=20_000, help="bulk backlog for latency")
+    parser.add_argument("--latency-samples", type=int, default=200)
+    parser.add_argument("--transactions", type=int, default=2000)
+    parser.add_argument("--rss-messages", type=int, default=50_000)
+    parser.add_argument("--metrics-rows", type=int, default=1_000_000)
+    parser.add_argument(
+        "--only",
+        choices=["throughput", "latency", "enqueue", "rss", "metrics"],
+        action="append",
+        help="run only these parts (repeatable)",
+    )
+    args = parser.parse_args()
+    parts = set(args.only or ["throughput", "latency", "enqueue", "rss", "metrics"])
+    bench = Bench(Path(tempfile.mkdtemp(prefix="bench-scale-")))
+    print(f"bench_scale {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {sys.platform}", flush=True)
+    try:
+        run_parts(bench, args, parts)
+    finally:
+        bench.close()
+
+
+def run_parts(bench: Bench, args: argparse.Namespace, parts: set[str]) -> None:
+    if "throughput" in parts:
+        for processes in (1, 4):
+            rate = bare_client_rate(bench, processes, args.messages // processes)
+            print(f"bare client, {processes} process(es) x 4 connections: {rate:7.0f} msg/s")
+        rates = {}
+        for processes in (1, 2, 4):
+            rates[processes], cpu_busy = worker_rate(bench, processes, args.messages)
+            print(
+                f"console worker x {processes}: {rates[processes]:7.0f} msg/s "
+                f"({rates[processes] / rates[1]:.2f}x one process), "
+                f"machine CPU {cpu_busy:.0%} busy ({os.cpu_count()} cores)",
+                flush=True,
+            )
+        print(f"  target {TARGETS['scaling']}: {rates[4] / rates[1]:.2f}x")
+    if "latency" in parts:
+        p50, p99, left = critical_latency(bench, args.backlog, args.latency_samples)
+        print(
+            f"critical enqueue -> accepted during a {args.backlog} bulk drain: "
+            f"p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms "
+            f"({left} bulk still queued when the last code was enqueued)  "
+            f"target {TARGETS['critical_p99']}",
+            flush=True,
+        )
+    if "enqueue" in parts:
+        order, bare, enqueued = enqueue_overhead(bench, args.transactions)
+        print(
+            f"business transaction, median: order only {order:.2f} ms, + bare INSERT "
+            f"{bare:.2f} ms, + enqueue() {enqueued:.2f} ms -> {enqueued / bare:.2f}x "
+            f"(the intent alone: {(enqueued - order) / max(bare - order, 1e-9):.2f}x)  "
+            f"target {TARGETS['enqueue']}",
+            flush=True,
+        )
+    if "rss" in parts:
+        warm, end, growth = worker_rss(bench, args.rss_messages, args.rss_messages // 10)
+        print(
+            f"worker RSS: {warm / 1024:.1f} MB after {args.rss_messages // 10} messages, "
+            f"{end / 1024:.1f} MB after {args.rss_messages}: growth {growth / 1024:.1f} MB  "
+            f"target {TARGETS['rss']}",
+            flush=True,
+        )
+    if "metrics" in parts:
+        millis = metrics_snapshot_ms(bench, args.metrics_rows, repeat=5)
+        print(f"/metrics queue snapshot, uncached, on {args.metrics_rows} intents: {millis:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
