@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+from collections.abc import Sequence
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -31,7 +32,7 @@ from console.core.domain_backoff import (
     DomainRuns,
     recipient_domain,
 )
-from console.models import LANES, PENDING, Intent, LaneBreaker
+from console.models import LANES, PENDING, AlertState, Intent, LaneBreaker
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,31 @@ def _insert_if_absent(session: Session, lane: str, values: dict) -> bool:
         .returning(LaneBreaker.lane)
     )
     return session.execute(statement).scalar_one_or_none() is not None
+
+
+def lane_pause_notices(
+    states: dict[str, BreakerState], firing: Sequence[AlertState] = ()
+) -> list[str]:
+    """Say, for the dashboard, which lanes their circuit breaker holds back and until when,
+    unless a firing ``breaker_open`` alert already says so."""
+    announced = {state.condition for state in firing}
+    notices = []
+    for lane, state in states.items():
+        if f"breaker_open:{lane}" in announced:
+            continue
+        if state.state == OPEN and state.resume_at is not None:
+            rate = (
+                f"{state.failure_rate:.0%} of recent attempts failed; "
+                if state.failure_rate
+                else ""
+            )
+            notices.append(
+                f"The {lane} lane is paused by its circuit breaker: {rate}"
+                f"a probe goes at {state.resume_at:%H:%M:%S} UTC"
+            )
+        elif state.state == HALF_OPEN:
+            notices.append(f"The {lane} lane is paused: one probe is testing the provider")
+    return notices
 
 
 def defer_domain(session: Session, deferral: Deferral) -> int:

@@ -316,3 +316,21 @@ def test_the_worker_pauses_a_failing_lane_probes_and_resumes(session_factory, sm
         assert received_while_paused == 8
     finally:
         worker.close()
+
+
+def test_the_dashboard_says_a_lane_is_paused_and_until_when(app, console_client):
+    from console.extensions import db
+    from console.models import LaneBreaker, utcnow
+
+    client = console_client("viewer")
+    assert "paused" not in client.get("/").get_data(as_text=True)
+    resume_at = utcnow() + dt.timedelta(seconds=60)
+    with app.app_context():
+        db.session.add(
+            LaneBreaker(lane="bulk", state="open", trips=1, failure_rate=0.8, resume_at=resume_at)
+        )
+        db.session.commit()
+    page = client.get("/").get_data(as_text=True)
+    assert "The bulk lane is paused by its circuit breaker: 80% of recent attempts failed" in page
+    assert f"a probe goes at {resume_at:%H:%M:%S} UTC" in page
+    assert "critical lane is paused" not in page
