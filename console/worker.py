@@ -21,14 +21,22 @@ import signal
 import socket
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from console import metrics
 from console.config import Settings
 from console.core.backoff import Backoff
-from console.core.classify import RENDER_ERROR, Overrides, classify, parse_overrides
+from console.core.classify import (
+    RENDER_ERROR,
+    Classification,
+    Overrides,
+    classify,
+    parse_overrides,
+)
 from console.core.lifecycle import (
     PENDING,
     Decision,
@@ -105,6 +113,58 @@ class TickReport:
     statuses: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Outcome:
+    """One finished attempt on its way to T2."""
+
+    claim: store.Claim
+    result: SendResult
+    classification: Classification
+    decision: Decision
+    now: dt.datetime
+
+
+class _SerialWrites:
+    """The per-message writes, in order, on one connection in one thread of their own.
+
+    A database round trip then overlaps the network waits of the sends instead of
+    stopping the event loop; order is kept, so an attempt's DATA_SENT mark and
+    its T2 never overtake each other.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-writes")
+        self._connection: Connection | None = None
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> asyncio.Future:
+        """Run ``function(connection, *args)`` after every write submitted before it."""
+        loop = asyncio.get_running_loop()
+        return loop.run_in_executor(self._executor, self._call, function, args)
+
+    def _call(self, function: Callable[..., Any], args: tuple) -> Any:
+        if self._connection is None:
+            self._connection = store.writer(self._engine)
+        try:
+            return function(self._connection, *args)
+        except BaseException:
+            self._close()  # rolls back; the next write starts on a fresh connection
+            raise
+
+    def _close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    async def release_connection(self) -> None:
+        """Give the connection back to the pool between batches."""
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._close)
+
+    def shutdown(self) -> None:
+        self._executor.submit(self._close).result()
+        self._executor.shutdown()
+
+
 def new_worker_id() -> str:
     """Return ``host:pid:random``, unique among every worker sharing the database."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
@@ -130,8 +190,10 @@ class Worker:
         if crash_at is not None and crash_at not in CRASH_POINTS:
             raise ValueError(f"unknown crash point {crash_at!r}: expected one of {CRASH_POINTS}")
         self.session_factory = session_factory
+        self._writes = _SerialWrites(session_factory.kw["bind"])
         self.transport = transport
         self.settings = settings
+        self._envelope_from = envelope_address(settings.mail_from)
         self.clock = clock
         self.catalog = catalog or default_catalog()
         self.eligibility = eligibility or EligibilityPolicy()
@@ -179,6 +241,7 @@ class Worker:
         self._closed = True
         self._runner.run(self.transport.close())
         self._runner.close()
+        self._writes.shutdown()
         if self._owned_engine is not None:
             self._owned_engine.dispose()
 
@@ -286,18 +349,26 @@ class Worker:
 
     async def _send_batch(self, claims: list[store.Claim], report: TickReport) -> None:
         waiting = collections.deque(claims)
+        records: list[asyncio.Future] = []
 
         async def one_connection() -> None:
             while waiting and not self.stopping:
-                await self._process(waiting.popleft(), report)
+                await self._process(waiting.popleft(), records, report)
 
         lanes = min(self.settings.concurrency, len(claims))
-        await asyncio.gather(*(one_connection() for _ in range(lanes)))
+        try:
+            await asyncio.gather(*(one_connection() for _ in range(lanes)))
+        finally:
+            await asyncio.gather(*records)
+            await self._writes.release_connection()
         if waiting:
             with self.session_factory() as session:
                 report.released = store.release(session, list(waiting), self.clock())
 
-    async def _process(self, claim: store.Claim, report: TickReport) -> None:
+    async def _process(
+        self, claim: store.Claim, records: list[asyncio.Future], report: TickReport
+    ) -> None:
+        """Send one claimed intent; its T2 is queued and runs while the next one is sent."""
         email = self._compose(claim)
         if isinstance(email, SendResult):
             result = email
@@ -313,30 +384,23 @@ class Worker:
             classification, facts, now, self.settings.retry, self.random
         )
         self._crash_if("before_record")
-        with self.session_factory() as session:
-            recorded = store.record_outcome(session, claim, result, classification, decision, now)
-            if recorded and self.guard:
-                self.guard.after_outcome(
-                    session,
-                    lane=claim.intent.lane,
-                    recipient=claim.intent.recipient,
-                    outcome=classification.outcome,
-                    code=result.code,
-                    reached_transport=result.stage != CLAIMED,
-                    now=now,
-                )
-        if not recorded:
+        outcome = _Outcome(claim, result, classification, decision, now)
+        records.append(asyncio.ensure_future(self._record(outcome, report)))
+
+    async def _record(self, outcome: _Outcome, report: TickReport) -> None:
+        claim, decision = outcome.claim, outcome.decision
+        if not await self._writes.submit(self._record_and_guard, outcome):
             report.stale += 1
             log.warning(
                 "stale attempt not recorded: intent=%s attempt=%s outcome=%s; the lease was "
                 "taken back meanwhile",
                 claim.intent.id,
                 claim.attempt_id,
-                classification.outcome,
+                outcome.classification.outcome,
                 extra=dict(
                     intent_id=claim.intent.id,
                     attempt_id=claim.attempt_id,
-                    outcome=classification.outcome,
+                    outcome=outcome.classification.outcome,
                 ),
             )
             return
@@ -345,11 +409,30 @@ class Worker:
             decision,
             claim.intent.id,
             claim.attempt_id,
-            result.stage,
-            classification.outcome,
-            result.code,
-            now,
+            outcome.result.stage,
+            outcome.classification.outcome,
+            outcome.result.code,
+            outcome.now,
         )
+
+    def _record_and_guard(self, connection: Connection, outcome: _Outcome) -> bool:
+        """T2, then feed the outcome to the breaker and per-domain back-off (writes thread)."""
+        claim, result = outcome.claim, outcome.result
+        recorded = store.record_outcome(
+            connection, claim, result, outcome.classification, outcome.decision, outcome.now
+        )
+        if recorded and self.guard:
+            with Session(bind=connection) as session:
+                self.guard.after_outcome(
+                    session,
+                    lane=claim.intent.lane,
+                    recipient=claim.intent.recipient,
+                    outcome=outcome.classification.outcome,
+                    code=result.code,
+                    reached_transport=result.stage != CLAIMED,
+                    now=outcome.now,
+                )
+        return recorded
 
     def _compose(self, claim: store.Claim) -> OutgoingEmail | SendResult:
         """Render the stored template and params; a failure is a result, not an exception."""
@@ -378,7 +461,7 @@ class Worker:
             message_id=intent.message_id,
             idempotency_key=intent.idempotency_key,
             mail_from=mail_from,
-            envelope_from=envelope_address(mail_from),
+            envelope_from=self._envelope_from,
             recipient=intent.recipient,
             subject=parts.subject,
             text=parts.text,
@@ -392,9 +475,8 @@ class Worker:
             self._crash_if("envelope")
         if stage != DATA_SENT:
             return
-        with self.session_factory() as session:
-            if not store.mark_data_sent(session, email.attempt_id):
-                raise LeaseLost(f"attempt {email.attempt_id} was swept before its body was sent")
+        if not await self._writes.submit(store.mark_data_sent, email.attempt_id):
+            raise LeaseLost(f"attempt {email.attempt_id} was swept before its body was sent")
         self._crash_if("data_sent")
 
     def _crash_if(self, point: str) -> None:
@@ -430,8 +512,13 @@ def _log_decision(
     code: int | None = None,
     now: dt.datetime | None = None,
 ) -> None:
-    """One line per decision: ids, stage, outcome and retry decision; never params or bodies."""
+    """One line per decision: ids, stage, outcome and retry decision; never params or bodies.
+
+    Plain acceptances are DEBUG; every failure, retry, hold or dead letter is INFO or ERROR.
+    """
     level = logging.ERROR if decision.alert else logging.INFO
+    if outcome == "accepted" and not decision.alert:
+        level = logging.DEBUG
     retry_in_seconds = None
     if decision.next_attempt_at is not None and now is not None:
         retry_in_seconds = round((decision.next_attempt_at - now).total_seconds(), 3)

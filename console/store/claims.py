@@ -23,7 +23,20 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import insert, literal, select, union_all, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    String,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    literal,
+    select,
+    union_all,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from console.core.classify import Classification, enhanced_status_of
@@ -36,6 +49,7 @@ from console.models import (
     Attempt,
     Intent,
     Suppression,
+    UTCDateTime,
     WorkerHeartbeat,
 )
 from console.transports.base import CLAIMED, DATA_SENT, SendResult
@@ -44,22 +58,144 @@ REPLY_TEXT_LIMIT = 2000
 ERROR_TEXT_LIMIT = 1000
 SWEEP_BATCH_SIZE = 200
 
-_DUE_COLUMNS = (
-    Intent.id,
-    Intent.message_id,
-    Intent.idempotency_key,
-    Intent.recipient,
-    Intent.template,
-    Intent.template_version,
-    Intent.params,
-    Intent.lane,
-    Intent.purpose,
-    Intent.event,
-    Intent.created_at,
-    Intent.expires_at,
-    Intent.attempt_count,
-    Intent.next_attempt_at,
+_DUE_COLUMNS = tuple(
+    Intent.__table__.c[name]
+    for name in (
+        "id",
+        "message_id",
+        "idempotency_key",
+        "recipient",
+        "template",
+        "template_version",
+        "params",
+        "lane",
+        "purpose",
+        "event",
+        "created_at",
+        "expires_at",
+        "attempt_count",
+        "next_attempt_at",
+    )
 )
+
+
+# The per-message statements are built once; each execution only binds values.
+_INTENT = Intent.__table__
+_ATTEMPT = Attempt.__table__
+
+
+def _when(name: str):
+    return bindparam(name, type_=UTCDateTime())
+
+
+def _or_unchanged(name: str, column, type_):
+    """SET column = :name, or leave it as it is when the value bound is NULL."""
+    return func.coalesce(bindparam(name, type_=type_), column)
+
+
+_LEASE_INTENT = (
+    update(_INTENT)
+    .where(_INTENT.c.id == bindparam("b_id"))
+    .values(
+        status=SENDING,
+        lease_token=bindparam("b_token"),
+        lease_expires_at=_when("b_lease_expires_at"),
+        attempt_count=bindparam("b_attempt_count"),
+        updated_at=_when("b_now"),
+    )
+)
+_CLOSE_UNSENT = (
+    update(_INTENT)
+    .where(_INTENT.c.id == bindparam("b_id"))
+    .values(
+        status=bindparam("b_status"),
+        status_reason=bindparam("b_reason"),
+        lease_token=None,
+        lease_expires_at=None,
+        updated_at=_when("b_now"),
+        next_attempt_at=_or_unchanged(
+            "b_next_attempt_at", _INTENT.c.next_attempt_at, UTCDateTime()
+        ),
+    )
+)
+# Rows come back in any order; each attempt's lease token is unique and maps them.
+_INSERT_ATTEMPTS = insert(_ATTEMPT).returning(_ATTEMPT.c.lease_token, _ATTEMPT.c.id)
+_MARK_DATA_SENT = (
+    update(_ATTEMPT)
+    .where(_ATTEMPT.c.id == bindparam("b_id"), _ATTEMPT.c.finished_at.is_(None))
+    .values(stage=DATA_SENT)
+)
+# Compare-and-set: only the holder of the current lease token moves a `sending` intent.
+_MOVE_LEASED_INTENT = (
+    update(_INTENT)
+    .where(
+        _INTENT.c.id == bindparam("b_id"),
+        _INTENT.c.status == SENDING,
+        _INTENT.c.lease_token == bindparam("b_token"),
+    )
+    .values(
+        status=bindparam("b_status"),
+        status_reason=bindparam("b_reason"),
+        lease_token=None,
+        lease_expires_at=None,
+        updated_at=_when("b_now"),
+        next_attempt_at=_or_unchanged(
+            "b_next_attempt_at", _INTENT.c.next_attempt_at, UTCDateTime()
+        ),
+        submitted_at=_or_unchanged("b_submitted_at", _INTENT.c.submitted_at, UTCDateTime()),
+        provider_message_id=_or_unchanged(
+            "b_submitted_provider_id", _INTENT.c.provider_message_id, String()
+        ),
+    )
+)
+_RECORD_ATTEMPT = (
+    update(_ATTEMPT)
+    .where(_ATTEMPT.c.id == bindparam("b_attempt_id"))
+    .values(
+        stage=bindparam("b_stage"),
+        finished_at=_when("b_now"),
+        outcome=bindparam("b_outcome"),
+        reply_code=bindparam("b_reply_code"),
+        enhanced_status=bindparam("b_enhanced_status"),
+        reply_text=bindparam("b_reply_text"),
+        error=bindparam("b_error"),
+        provider_message_id=bindparam("b_provider_message_id"),
+        duration_ms=bindparam("b_duration_ms"),
+    )
+)
+# PostgreSQL: T2 as one statement, so it is atomic even on an autocommit connection.
+_MOVED = _MOVE_LEASED_INTENT.returning(_INTENT.c.id).cte("moved")
+_RECORD_IF_MOVED = (
+    _RECORD_ATTEMPT.where(exists(select(_MOVED.c.id))).add_cte(_MOVED).returning(_ATTEMPT.c.id)
+)
+_FINISH_SILENT_ATTEMPT = (
+    update(_ATTEMPT)
+    .where(_ATTEMPT.c.id == bindparam("b_id"), _ATTEMPT.c.finished_at.is_(None))
+    .values(finished_at=_when("b_now"))
+    .returning(_ATTEMPT.c.stage)
+)
+_JUDGE_SILENT_ATTEMPT = (
+    update(_ATTEMPT)
+    .where(_ATTEMPT.c.id == bindparam("b_id"))
+    .values(outcome=bindparam("b_outcome"), error=bindparam("b_error"))
+)
+_RELEASE_INTENT = (
+    update(_INTENT)
+    .where(
+        _INTENT.c.id == bindparam("b_id"),
+        _INTENT.c.status == SENDING,
+        _INTENT.c.lease_token == bindparam("b_token"),
+    )
+    .values(
+        status=PENDING,
+        lease_token=None,
+        lease_expires_at=None,
+        attempt_count=_INTENT.c.attempt_count - 1,
+        next_attempt_at=_when("b_now"),
+        updated_at=_when("b_now"),
+    )
+)
+_DELETE_ATTEMPT = delete(_ATTEMPT).where(_ATTEMPT.c.id == bindparam("b_id"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,10 +320,11 @@ def _lock_due(
 
 
 def _due_in_lane(lane: str, now: dt.datetime):
+    intent = _INTENT.c
     return (
         select(*_DUE_COLUMNS)
-        .where(Intent.status == PENDING, Intent.lane == lane, Intent.next_attempt_at <= now)
-        .order_by(Intent.next_attempt_at)
+        .where(intent.status == PENDING, intent.lane == lane, intent.next_attempt_at <= now)
+        .order_by(intent.next_attempt_at)
     )
 
 
@@ -195,15 +332,14 @@ def _lock_due_skip_locked(
     session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
 ) -> list[DueIntent]:
     """PostgreSQL: lock due rows lane by lane, skipping rows other workers hold."""
+    connection = session.connection()
     due: list[DueIntent] = []
     for lane in LANES:
         remaining = min(limit - len(due), limits[lane])
         if remaining <= 0:
             continue
-        query = (
-            _due_in_lane(lane, now).limit(remaining).with_for_update(skip_locked=True, of=Intent)
-        )
-        due += [DueIntent.from_row(row) for row in session.execute(query)]
+        query = _due_in_lane(lane, now).limit(remaining).with_for_update(skip_locked=True)
+        due += [DueIntent.from_row(row) for row in connection.execute(query)]
     return due
 
 
@@ -213,7 +349,9 @@ def _mark_due_sending(
     """SQLite: one UPDATE ... RETURNING takes the write lock and the batch at once."""
     per_lane = []
     for rank, lane in enumerate(LANES):
-        lane_due = _due_in_lane(lane, now).with_only_columns(Intent.id, Intent.next_attempt_at)
+        lane_due = _due_in_lane(lane, now).with_only_columns(
+            _INTENT.c.id, _INTENT.c.next_attempt_at
+        )
         lane_due = lane_due.limit(limits[lane]).subquery()
         per_lane.append(
             select(lane_due.c.id, literal(rank).label("lane_rank"), lane_due.c.next_attempt_at)
@@ -221,41 +359,38 @@ def _mark_due_sending(
     ranked = union_all(*per_lane).subquery()
     chosen = select(ranked.c.id).order_by(ranked.c.lane_rank, ranked.c.next_attempt_at).limit(limit)
     statement = (
-        update(Intent)
-        .where(Intent.id.in_(chosen), Intent.status == PENDING)
+        update(_INTENT)
+        .where(_INTENT.c.id.in_(chosen), _INTENT.c.status == PENDING)
         .values(status=SENDING, updated_at=now)
         .returning(*_DUE_COLUMNS)
-        .execution_options(synchronize_session=False)
     )
-    due = [DueIntent.from_row(row) for row in session.execute(statement)]
+    due = [DueIntent.from_row(row) for row in session.connection().execute(statement)]
     lane_rank = {lane: rank for rank, lane in enumerate(LANES)}
     return sorted(due, key=lambda intent: (lane_rank[intent.lane], intent.next_attempt_at))
 
 
 def _suppressed_among(session: Session, recipients: set[str]) -> set[str]:
-    query = select(Suppression.recipient).where(Suppression.recipient.in_(recipients))
-    return set(session.execute(query).scalars())
+    table = Suppression.__table__
+    query = select(table.c.recipient).where(table.c.recipient.in_(recipients))
+    return set(session.connection().execute(query).scalars())
 
 
 def _close(session: Session, not_sent: list[tuple[DueIntent, Decision]], now: dt.datetime) -> None:
     """Move intents that must not be sent now to their decided status (no attempt)."""
-    if not not_sent:
-        return
-    rows = []
-    for intent, decision in not_sent:
-        row = dict(
-            id=intent.id,
-            status=decision.status,
-            status_reason=decision.reason,
-            lease_token=None,
-            lease_expires_at=None,
-            updated_at=now,
+    if not_sent:
+        session.connection().execute(
+            _CLOSE_UNSENT,
+            [
+                dict(
+                    b_id=intent.id,
+                    b_status=decision.status,
+                    b_reason=decision.reason,
+                    b_now=now,
+                    b_next_attempt_at=decision.next_attempt_at,
+                )
+                for intent, decision in not_sent
+            ],
         )
-        if decision.next_attempt_at is not None:
-            row["next_attempt_at"] = decision.next_attempt_at
-        rows.append(row)
-    for keys in {tuple(sorted(row)) for row in rows}:  # one executemany per column set
-        session.execute(update(Intent), [row for row in rows if tuple(sorted(row)) == keys])
 
 
 def _lease(
@@ -268,58 +403,63 @@ def _lease(
     """Give each intent a fresh lease token and one new attempt row."""
     if not due:
         return []
+    connection = session.connection()
     tokens = [secrets.token_hex(16) for _ in due]
-    session.execute(
-        update(Intent),
+    connection.execute(
+        _LEASE_INTENT,
         [
             dict(
-                id=intent.id,
-                status=SENDING,
-                lease_token=token,
-                lease_expires_at=lease_expires_at,
-                attempt_count=intent.attempt_count + 1,
-                updated_at=now,
+                b_id=intent.id,
+                b_token=token,
+                b_lease_expires_at=lease_expires_at,
+                b_attempt_count=intent.attempt_count + 1,
+                b_now=now,
             )
             for intent, token in zip(due, tokens, strict=True)
         ],
     )
-    attempt_ids = (
-        session.execute(
-            insert(Attempt).returning(Attempt.id, sort_by_parameter_order=True),
-            [
-                dict(
-                    intent_id=intent.id,
-                    attempt_number=intent.attempt_count + 1,
-                    lease_token=token,
-                    worker_id=worker_id,
-                    stage=CLAIMED,
-                    started_at=now,
-                )
-                for intent, token in zip(due, tokens, strict=True)
-            ],
-        )
-        .scalars()
-        .all()
+    inserted = connection.execute(
+        _INSERT_ATTEMPTS,
+        [
+            dict(
+                intent_id=intent.id,
+                attempt_number=intent.attempt_count + 1,
+                lease_token=token,
+                worker_id=worker_id,
+                stage=CLAIMED,
+                started_at=now,
+            )
+            for intent, token in zip(due, tokens, strict=True)
+        ],
     )
+    attempt_ids = dict(inserted.tuples().all())
     return [
-        Claim(intent, attempt_id, intent.attempt_count + 1, token, lease_expires_at)
-        for intent, token, attempt_id in zip(due, tokens, attempt_ids, strict=True)
+        Claim(intent, attempt_ids[token], intent.attempt_count + 1, token, lease_expires_at)
+        for intent, token in zip(due, tokens, strict=True)
     ]
 
 
-def mark_data_sent(session: Session, attempt_id: int) -> bool:
+def writer(engine: Engine) -> Connection:
+    """A connection for the per-message writes of one tick.
+
+    Each of them is a single atomic statement on PostgreSQL, so the connection is
+    in autocommit mode there: one round trip per write.
+    """
+    connection = engine.connect()
+    if engine.dialect.name == "postgresql":
+        return connection.execution_options(isolation_level="AUTOCOMMIT")
+    return connection
+
+
+def mark_data_sent(connection: Connection, attempt_id: int) -> bool:
     """Commit that the body is about to leave; False when the lease was swept meanwhile."""
-    result = session.execute(
-        update(Attempt)
-        .where(Attempt.id == attempt_id, Attempt.finished_at.is_(None))
-        .values(stage=DATA_SENT)
-    )
-    session.commit()
-    return result.rowcount == 1
+    marked = connection.execute(_MARK_DATA_SENT, {"b_id": attempt_id}).rowcount == 1
+    connection.commit()
+    return marked
 
 
 def record_outcome(
-    session: Session,
+    connection: Connection,
     claim: Claim,
     result: SendResult,
     classification: Classification,
@@ -327,46 +467,37 @@ def record_outcome(
     now: dt.datetime,
 ) -> bool:
     """T2: move the intent only if this lease still holds it; False for a stale worker."""
-    values: dict[str, Any] = dict(
-        status=decision.status,
-        status_reason=decision.reason,
-        lease_token=None,
-        lease_expires_at=None,
-        updated_at=now,
+    submitted = decision.status == SUBMITTED
+    values = dict(
+        b_id=claim.intent.id,
+        b_token=claim.lease_token,
+        b_status=decision.status,
+        b_reason=_clip(decision.reason, ERROR_TEXT_LIMIT),
+        b_now=now,
+        b_next_attempt_at=decision.next_attempt_at,
+        b_submitted_at=now if submitted else None,
+        b_submitted_provider_id=result.provider_message_id if submitted else None,
+        b_attempt_id=claim.attempt_id,
+        b_stage=result.stage,
+        b_outcome=classification.outcome,
+        b_reply_code=result.code,
+        b_enhanced_status=_enhanced_status(result),
+        b_reply_text=_clip(result.reply_text, REPLY_TEXT_LIMIT),
+        b_error=_clip(result.error, ERROR_TEXT_LIMIT),
+        b_provider_message_id=result.provider_message_id,
+        b_duration_ms=result.duration_ms,
     )
-    if decision.next_attempt_at is not None:
-        values["next_attempt_at"] = decision.next_attempt_at
-    if decision.status == SUBMITTED:
-        values.update(submitted_at=now, provider_message_id=result.provider_message_id)
-    moved = session.execute(
-        update(Intent)
-        .where(
-            Intent.id == claim.intent.id,
-            Intent.status == SENDING,
-            Intent.lease_token == claim.lease_token,
-        )
-        .values(**values)
-    )
-    if moved.rowcount != 1:
-        session.rollback()
-        return False
-    session.execute(
-        update(Attempt)
-        .where(Attempt.id == claim.attempt_id)
-        .values(
-            stage=result.stage,
-            finished_at=now,
-            outcome=classification.outcome,
-            reply_code=result.code,
-            enhanced_status=_enhanced_status(result),
-            reply_text=_clip(result.reply_text, REPLY_TEXT_LIMIT),
-            error=_clip(result.error, ERROR_TEXT_LIMIT),
-            provider_message_id=result.provider_message_id,
-            duration_ms=result.duration_ms,
-        )
-    )
-    session.commit()
-    return True
+    if connection.dialect.name == "postgresql":
+        recorded = connection.execute(_RECORD_IF_MOVED, values).first() is not None
+    else:
+        recorded = connection.execute(_MOVE_LEASED_INTENT, values).rowcount == 1
+        if recorded:
+            connection.execute(_RECORD_ATTEMPT, values)
+    if recorded:
+        connection.commit()
+    else:
+        connection.rollback()
+    return recorded
 
 
 def _enhanced_status(result: SendResult) -> str | None:
@@ -407,12 +538,10 @@ def _close_silent_attempt(session: Session, row: Any, now: dt.datetime) -> Expir
     intent, lease_token, attempt_id = DueIntent.from_row(row), row[-2], row[-1]
     if attempt_id is None:
         return ExpiredLease(intent, lease_token, None, CLAIMED)
-    stage = session.execute(
-        update(Attempt)
-        .where(Attempt.id == attempt_id, Attempt.finished_at.is_(None))
-        .values(finished_at=now)
-        .returning(Attempt.stage)
-    ).scalar_one_or_none()
+    finished = session.connection().execute(
+        _FINISH_SILENT_ATTEMPT, {"b_id": attempt_id, "b_now": now}
+    )
+    stage = finished.scalar_one_or_none()
     if stage is None:
         return None
     return ExpiredLease(intent, lease_token, attempt_id, stage)
@@ -425,59 +554,44 @@ def _settle_expired_lease(
     decision: Decision,
     now: dt.datetime,
 ) -> bool:
-    values: dict[str, Any] = dict(
-        status=decision.status,
-        status_reason=decision.reason,
-        lease_token=None,
-        lease_expires_at=None,
-        updated_at=now,
-    )
-    if decision.next_attempt_at is not None:
-        values["next_attempt_at"] = decision.next_attempt_at
-    moved = session.execute(
-        update(Intent)
-        .where(
-            Intent.id == lease.intent.id,
-            Intent.status == SENDING,
-            Intent.lease_token == lease.lease_token,
-        )
-        .values(**values)
+    connection = session.connection()
+    moved = connection.execute(
+        _MOVE_LEASED_INTENT,
+        dict(
+            b_id=lease.intent.id,
+            b_token=lease.lease_token,
+            b_status=decision.status,
+            b_reason=_clip(decision.reason, ERROR_TEXT_LIMIT),
+            b_now=now,
+            b_next_attempt_at=decision.next_attempt_at,
+            b_submitted_at=None,
+            b_submitted_provider_id=None,
+        ),
     )
     if moved.rowcount != 1:
         return False
     if lease.attempt_id is not None:
-        session.execute(
-            update(Attempt)
-            .where(Attempt.id == lease.attempt_id)
-            .values(
-                outcome=classification.outcome, error=_clip(classification.reason, ERROR_TEXT_LIMIT)
-            )
+        connection.execute(
+            _JUDGE_SILENT_ATTEMPT,
+            dict(
+                b_id=lease.attempt_id,
+                b_outcome=classification.outcome,
+                b_error=_clip(classification.reason, ERROR_TEXT_LIMIT),
+            ),
         )
     return True
 
 
 def release(session: Session, claims: Sequence[Claim], now: dt.datetime) -> int:
     """Give back claims that never reached the transport: pending again, attempt removed."""
+    connection = session.connection()
     released = 0
     for claim in claims:
-        moved = session.execute(
-            update(Intent)
-            .where(
-                Intent.id == claim.intent.id,
-                Intent.status == SENDING,
-                Intent.lease_token == claim.lease_token,
-            )
-            .values(
-                status=PENDING,
-                lease_token=None,
-                lease_expires_at=None,
-                attempt_count=Intent.attempt_count - 1,
-                next_attempt_at=now,
-                updated_at=now,
-            )
+        moved = connection.execute(
+            _RELEASE_INTENT, dict(b_id=claim.intent.id, b_token=claim.lease_token, b_now=now)
         )
         if moved.rowcount == 1:
-            session.execute(Attempt.__table__.delete().where(Attempt.id == claim.attempt_id))
+            connection.execute(_DELETE_ATTEMPT, {"b_id": claim.attempt_id})
             released += 1
     session.commit()
     return released
