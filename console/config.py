@@ -179,6 +179,8 @@ class Settings:
     breaker_open_seconds: float = 30.0
     domain_backoff_run: int = 3
     domain_backoff_seconds: float = 60.0
+    worker_metrics_port: int | None = None  # `console worker` serves /metrics here when set
+    worker_metrics_host: str = "127.0.0.1"
 
 
 # variable name -> (field, parser)
@@ -230,6 +232,8 @@ _PARSERS = {
     "CONSOLE_BREAKER_OPEN_SECONDS": ("breaker_open_seconds", _positive_float),
     "CONSOLE_DOMAIN_BACKOFF_RUN": ("domain_backoff_run", _positive_int),
     "CONSOLE_DOMAIN_BACKOFF_SECONDS": ("domain_backoff_seconds", _positive_float),
+    "CONSOLE_WORKER_METRICS_PORT": ("worker_metrics_port", _positive_int),
+    "CONSOLE_WORKER_METRICS_HOST": ("worker_metrics_host", _string),
 }
 
 

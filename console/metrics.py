@@ -20,9 +20,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+import socketserver
 import threading
 import time
 from collections.abc import Callable, Iterator
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -32,6 +34,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from console.config import Settings
 from console.models import (
     AMBIGUOUS,
     DEAD,
@@ -302,3 +305,45 @@ def exposition(queue: CollectorRegistry) -> bytes:
     up = CollectorRegistry()
     Gauge("console_database_up", "1 when the queue could be read.", registry=up).set(database_up)
     return generate_latest(PROCESS_REGISTRY) + generate_latest(up) + queue_text
+
+
+class ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+        return None
+
+
+def start_metrics_server(settings: Settings, session_factory: Callable[[], Session]):
+    """Serve GET /metrics (this process and the queue) on the worker's own port, in a thread.
+
+    Return the server (call ``shutdown()`` to stop it), or None when no port is set.
+    """
+    if settings.worker_metrics_port is None:
+        return None
+    cache = SnapshotCache(
+        session_factory,
+        cache_seconds=settings.metrics_cache_seconds,
+        alive_within_seconds=settings.health_max_tick_age_seconds,
+    )
+    registry = queue_registry(cache)
+
+    def application(environ, start_response):
+        if environ.get("PATH_INFO") != "/metrics":
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [b"only /metrics here\n"]
+        body = exposition(registry)
+        start_response("200 OK", [("Content-Type", CONTENT_TYPE)])
+        return [body]
+
+    server = make_server(
+        settings.worker_metrics_host,
+        settings.worker_metrics_port,
+        application,
+        server_class=ThreadingWSGIServer,
+        handler_class=_QuietHandler,
+    )
+    threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
+    return server

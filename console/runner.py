@@ -12,6 +12,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from console import pg_wakeup
+from console.metrics import start_metrics_server
 from console.ops_jobs import start_ops_jobs
 from console.scheduler import start_embedded_worker
 from console.worker import Worker, run_loop
@@ -39,10 +40,13 @@ def worker_command() -> None:
     log.info("worker started", extra=dict(worker_id=worker.worker_id))
     listener = pg_wakeup.listener_for(settings.database_url, on_notify=wake.set)
     jobs = start_ops_jobs(settings)
+    metrics_server = start_metrics_server(settings, jobs.session_factory)
     try:
         run_loop(worker, poll_seconds=settings.poll_seconds, wake=wake)
     finally:
         _stop_quietly(listener)
+        if metrics_server is not None:
+            metrics_server.shutdown()
         jobs.shutdown()
         worker.close()
     log.info("worker stopped", extra=dict(worker_id=worker.worker_id))

@@ -213,3 +213,60 @@ def test_healthz_fails_when_this_process_scheduler_stopped(app):
         assert app.test_client().get("/healthz").status_code == 200
     finally:
         _Scheduler.running = False
+
+
+def test_a_standalone_worker_serves_its_own_metrics(sqlite_url, tmp_path):
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import time
+    import urllib.error
+    import urllib.request
+
+    from console.database import make_engine
+    from tests.pgcluster import free_port
+    from tests.smtp_server import ScriptedSMTPServer
+
+    engine = make_engine(sqlite_url)
+    with Session(engine) as session:
+        add_intents(session, "welcome", 2)
+        session.commit()
+    port = free_port()
+    with ScriptedSMTPServer() as smtp:
+        env = {
+            **os.environ,
+            "CONSOLE_DATABASE_URL": sqlite_url,
+            "CONSOLE_SECRET_KEY": TEST_SECRET_KEY,
+            "CONSOLE_SMTP_URL": smtp.url,
+            "CONSOLE_POLL_SECONDS": "0.2",
+            "CONSOLE_METRICS_CACHE_SECONDS": "0",
+            "CONSOLE_WORKER_METRICS_PORT": str(port),
+        }
+        worker = subprocess.Popen(
+            [shutil.which("console"), "worker"], env=env, cwd=tmp_path, stderr=subprocess.PIPE
+        )
+        try:
+            deadline = time.monotonic() + 30
+            found = {}
+            while time.monotonic() < deadline:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics") as page:
+                        found = samples(page.read().decode())
+                except OSError:
+                    pass
+                if found.get(("console_attempts_total", (("outcome", "accepted"),))) == 2:
+                    break
+                time.sleep(0.2)
+            with pytest.raises(urllib.error.HTTPError) as missing:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz")
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.communicate(timeout=30)
+    engine.dispose()
+    assert found[("console_attempts_total", (("outcome", "accepted"),))] == 2
+    assert found[("console_worker_ticks_total", ())] >= 1
+    assert found[("console_send_latency_seconds_count", (("lane", "bulk"),))] == 2
+    assert found[("console_database_up", ())] == 1
+    assert found[("console_intents", (("lane", "bulk"), ("status", "submitted")))] == 2
+    assert missing.value.code == 404
