@@ -151,6 +151,7 @@ class Intent(Base):
         Index("ix_email_intent_recipient", "recipient"),
         Index("ix_email_intent_provider_message_id", "provider_message_id"),
         Index("ix_email_intent_template_created", "template", "created_at"),
+        Index("ix_email_intent_submitted_at", "submitted_at"),
     )
 
     def __repr__(self) -> str:
@@ -311,6 +312,20 @@ Index(
     Intent.created_at,
     postgresql_where=Intent.params_scrubbed_at.is_(None),
     sqlite_where=Intent.params_scrubbed_at.is_(None),
+)
+# Bounced and complained intents only, for the dashboard's sender rates.
+Index(
+    "ix_email_intent_bounced",
+    Intent.bounced_at,
+    Intent.bounce_type,
+    postgresql_where=Intent.bounced_at.is_not(None),
+    sqlite_where=Intent.bounced_at.is_not(None),
+)
+Index(
+    "ix_email_intent_complained",
+    Intent.complained_at,
+    postgresql_where=Intent.complained_at.is_not(None),
+    sqlite_where=Intent.complained_at.is_not(None),
 )
 Index(
     "ix_provider_event_untrimmed",

@@ -184,7 +184,7 @@ def test_other_firing_alert_conditions_join_the_banner(app, console_client, add_
 
 def test_dashboard_alerts_threshold():
     now = utcnow()
-    snapshot = queries.Dashboard(now, {}, {}, {}, [], now - dt.timedelta(seconds=59))
+    snapshot = queries.Dashboard(now, {}, {}, {}, [], now - dt.timedelta(seconds=59), {})
     assert dashboard_alerts(snapshot, stale_after_seconds=60) == []
     assert format_age(59) == "59 s" and format_age(3720) == "1 h 2 min"
     assert format_age(90000) == "1 d 1 h" and format_age(None) == "–"

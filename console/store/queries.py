@@ -27,6 +27,7 @@ from console.models import (
     WorkerHeartbeat,
     utcnow,
 )
+from console.store.sender_rates import SenderRate, sender_rates
 
 # name -> (label, youngest age in seconds, oldest age in seconds or None)
 AGE_BUCKETS: dict[str, tuple[str, int, int | None]] = {
@@ -301,6 +302,7 @@ class Dashboard:
     age_buckets: dict[str, dict[str, int]]  # lane -> bucket name -> pending intents
     chart: list[ChartBar]
     last_tick_at: dt.datetime | None
+    sender_rates: dict[tuple[str, str], SenderRate]  # (kind, window) -> rate
 
     def status_total(self, status: str) -> int:
         return sum(count for (s, _), count in self.counts.items() if s == status)
@@ -331,6 +333,7 @@ def dashboard(session: Session, now: dt.datetime | None = None) -> Dashboard:
         age_buckets={lane: _pending_age_buckets(session, lane, now) for lane in LANES},
         chart=_attempt_chart(session, now),
         last_tick_at=session.execute(select(func.max(WorkerHeartbeat.last_tick_at))).scalar(),
+        sender_rates=sender_rates(session, now),
     )
 
 

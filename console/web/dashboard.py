@@ -10,8 +10,9 @@ from flask import Blueprint, Flask, current_app, render_template, request, url_f
 
 from console import alerts as alert_conditions
 from console.extensions import current_settings, db
+from console.guard import lane_pause_notices, read_breakers
 from console.models import STATUSES, AlertState
-from console.store import queries
+from console.store import queries, sender_rates
 from console.web.auth import role_required
 
 bp = Blueprint("dashboard", __name__)
@@ -106,7 +107,8 @@ def index():
     firing = alert_conditions.firing_alerts(db.session)
     context = dict(
         snapshot=snapshot,
-        alerts=dashboard_alerts(snapshot, stale_after, firing),
+        alerts=dashboard_alerts(snapshot, stale_after, firing)
+        + [Alert(notice) for notice in lane_pause_notices(read_breakers(db.session), firing)],
         statuses=STATUSES,
         age_buckets=queries.AGE_BUCKETS,
         submitted_window_hours=queries.SUBMITTED_WINDOW_HOURS,
@@ -116,6 +118,10 @@ def index():
         chart_height=CHART_HEIGHT,
         accepted_last_hour=sum(bar.accepted for bar in snapshot.chart),
         failed_last_hour=sum(bar.failed for bar in snapshot.chart),
+        rate_windows=sender_rates.RATE_WINDOWS,
+        rate_limits=sender_rates.LIMIT_BASIS_POINTS,
+        rate_kinds={sender_rates.BOUNCE: "permanent bounces", sender_rates.COMPLAINT: "complaints"},
+        rates_over_limit=any(rate.over_limit for rate in snapshot.sender_rates.values()),
         refresh_seconds=current_app.config.get("DASHBOARD_REFRESH_SECONDS", REFRESH_SECONDS),
     )
     if request.htmx:
@@ -141,6 +147,16 @@ def format_age(seconds: float | None) -> str:
     return f"{days} d {hours % 24} h" if hours % 24 else f"{days} d"
 
 
+def format_percent(fraction: float | None) -> str:
+    """Show a rate to two decimals, e.g. "0.25 %"; "–" when there is none."""
+    return "–" if fraction is None else f"{fraction * 100:.2f} %"
+
+
+def format_basis_points(basis_points: int) -> str:
+    """Show a limit in basis points as a percentage, e.g. 30 -> "0.3 %"."""
+    return f"{basis_points / 100:g} %"
+
+
 def plural(count: int, noun: str) -> str:
     """Return "1 dead letter" or "3 dead letters"."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
@@ -157,4 +173,6 @@ def init_app(app: Flask) -> None:
     """Register the dashboard and the display filters every page uses."""
     app.add_template_filter(format_age, "age")
     app.add_template_filter(format_timestamp, "ts")
+    app.add_template_filter(format_percent, "percent")
+    app.add_template_filter(format_basis_points, "basis_points")
     app.register_blueprint(bp)
