@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import datetime as dt
 import os
 import shutil
 import signal
@@ -10,10 +11,10 @@ import subprocess
 import time
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 
-from console.models import SUBMITTED, Attempt, Intent
-from console.outbox import enqueue
+from console.models import BULK, PENDING, SUBMITTED, Attempt, Intent, utcnow
+from console.outbox import new_message_id
 from tests.smtp_server import SubprocessSMTPServer
 
 pytestmark = pytest.mark.slow
@@ -21,22 +22,32 @@ pytestmark = pytest.mark.slow
 DRAIN_TIMEOUT_SECONDS = 240
 
 
-def enqueue_many(session_factory, count: int) -> None:
-    """Enqueue `count` order confirmations in one business transaction."""
+def queue_orders(session_factory, count: int) -> None:
+    """Queue `count` order confirmations in one transaction, as rows enqueue() would write."""
+    now = utcnow() - dt.timedelta(seconds=1)
+    rows = [
+        dict(
+            idempotency_key=f"order:{n}:confirmation",
+            message_id=new_message_id("test.example"),
+            recipient=f"buyer{n}@example.com",
+            template="order-confirmation",
+            template_version=1,
+            params={
+                "customer_name": f"Buyer {n}",
+                "order_number": f"A-{n}",
+                "items": [{"quantity": 1, "name": "Tea", "price": "3.00"}],
+                "total": "3.00",
+            },
+            status=PENDING,
+            lane=BULK,
+            attempt_count=0,
+            next_attempt_at=now,
+            created_at=now,
+        )
+        for n in range(count)
+    ]
     with session_factory() as session:
-        for n in range(count):
-            enqueue(
-                session,
-                key=f"order:{n}:confirmation",
-                to=f"buyer{n}@example.com",
-                template="order-confirmation",
-                params={
-                    "customer_name": f"Buyer {n}",
-                    "order_number": f"A-{n}",
-                    "items": [{"quantity": 1, "name": "Tea", "price": "3.00"}],
-                    "total": "3.00",
-                },
-            )
+        session.execute(insert(Intent), rows)
         session.commit()
 
 
@@ -77,7 +88,7 @@ def start_workers(count: int, db_url: str, smtp_url: str, log_dir) -> list[subpr
 def test_workers_in_parallel_send_each_intent_exactly_once(
     backend, workers, intents, db_url, session_factory, tmp_path
 ):
-    enqueue_many(session_factory, intents)
+    queue_orders(session_factory, intents)
     server = SubprocessSMTPServer.start(record_path=tmp_path / "received.jsonl")
     processes = start_workers(workers, db_url, server.url, tmp_path)
     try:
