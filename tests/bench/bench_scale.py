@@ -28,7 +28,6 @@ import datetime as dt
 import multiprocessing
 import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -387,7 +386,12 @@ def main() -> None:
     args = parser.parse_args()
     parts = set(args.only or ["throughput", "latency", "enqueue", "rss", "metrics"])
     bench = Bench(Path(tempfile.mkdtemp(prefix="bench-scale-")))
-    print(f"bench_scale {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {sys.platform}", flush=True)
+    load = " ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(
+        f"bench_scale {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, "
+        f"load average before the run {load}",
+        flush=True,
+    )
     try:
         run_parts(bench, args, parts)
     finally:
