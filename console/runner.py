@@ -52,8 +52,9 @@ def worker_command() -> None:
     log.info("worker stopped", extra=dict(worker_id=worker.worker_id))
 
 
-class _Stop(Exception):
-    """Raised in the main thread by SIGTERM to leave the web server's loop."""
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM ends the web server like Ctrl-C: waitress finishes the requests in flight."""
+    raise KeyboardInterrupt
 
 
 @click.command("serve")
@@ -71,16 +72,12 @@ def serve_command(host: str, port: int) -> None:
     jobs = start_ops_jobs(settings)
     server = waitress.create_server(app, host=host, port=port)
 
-    def stop(signum: int, frame: object) -> None:
-        raise _Stop
-
-    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGTERM, _interrupt)
     click.echo(f"console on http://{host}:{server.effective_port} (embedded worker running)")
     try:
-        server.run()
-    except (_Stop, KeyboardInterrupt):
-        log.info("stopping the console")
+        server.run()  # returns on SIGINT or SIGTERM, once the requests in flight are served
     finally:
+        log.info("stopping the console")
         server.close()
         _stop_quietly(listener)
         jobs.shutdown()

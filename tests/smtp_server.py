@@ -215,6 +215,7 @@ class ScriptedSMTPServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self.connections_opened = 0  # how many SMTP sessions clients started
+        self._sessions: list[SMTP] = []
 
     @property
     def url(self) -> str:
@@ -242,7 +243,9 @@ class ScriptedSMTPServer:
             options.update(authenticator=_Authenticator(*self._auth), auth_require_tls=False)
         if self._starttls_context:
             options.update(tls_context=self._starttls_context)
-        return SMTP(self.handler, **options)
+        session = SMTP(self.handler, **options)
+        self._sessions.append(session)
+        return session
 
     def start(self) -> ScriptedSMTPServer:
         ready = threading.Event()
@@ -263,6 +266,9 @@ class ScriptedSMTPServer:
             ready.set()
             loop.run_forever()
             server.close()
+            for session in self._sessions:  # drop the connections clients left open
+                if session.transport is not None:
+                    session.transport.close()
             for task in asyncio.all_tasks(loop):
                 task.cancel()
             loop.run_until_complete(asyncio.sleep(0))

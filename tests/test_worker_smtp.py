@@ -457,14 +457,14 @@ def test_console_serve_serves_the_console_and_sends_queued_mail(db_url, smtp_ser
         "CONSOLE_SMTP_URL": smtp_server.url,
         "CONSOLE_POLL_SECONDS": "0.2",
     }
-    process = subprocess.Popen(
-        [shutil.which("console"), "serve", "--port", str(port)],
-        env=env,
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    with open(tmp_path / "serve.log", "wb") as log:
+        process = subprocess.Popen(
+            [shutil.which("console"), "serve", "--port", str(port)],
+            env=env,
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     engine = make_engine(db_url)
     try:
         session_factory = make_session_factory(engine)

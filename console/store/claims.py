@@ -432,7 +432,7 @@ def _lease(
             for intent, token in zip(due, tokens, strict=True)
         ],
     )
-    attempt_ids = dict(inserted.tuples().all())
+    attempt_ids = {token: attempt_id for token, attempt_id in inserted}
     return [
         Claim(intent, attempt_ids[token], intent.attempt_count + 1, token, lease_expires_at)
         for intent, token in zip(due, tokens, strict=True)
