@@ -10,7 +10,10 @@ Two kinds of figures:
   lane, ambiguous and dead counts, suppressions, provider events of the last
   hour, workers alive, lane breakers. One snapshot is a handful of grouped
   queries on indexed columns, kept for ``cache_seconds`` so scrapes from several
-  Prometheus servers cost one read.
+  Prometheus servers cost one read. Only the count of every status (submitted
+  grows without end) has to pass over the whole table: it is redone at most
+  once a minute, while the live statuses (pending, sending, ambiguous, dead)
+  are counted through index ranges at every refresh.
 
 No Flask here: the worker records into this module, ``console.web.ops`` serves it.
 """
@@ -40,6 +43,7 @@ from console.models import (
     DEAD,
     LANES,
     PENDING,
+    SENDING,
     LaneBreaker,
     ProviderEvent,
     Suppression,
@@ -53,6 +57,9 @@ log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 RECENT_EVENTS_SECONDS = 3600.0
 SNAPSHOT_STATEMENT_TIMEOUT_MS = 5000
+TOTALS_MIN_SECONDS = 60.0
+# Statuses an operator watches minute by minute, counted at every refresh.
+LIVE_STATUSES = (PENDING, SENDING, AMBIGUOUS, DEAD)
 LATENCY_BUCKETS_SECONDS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 PROCESS_REGISTRY = CollectorRegistry()
@@ -126,14 +133,44 @@ def _limit_statement_time(session: Session) -> None:
         session.execute(text(f"SET LOCAL statement_timeout = {SNAPSHOT_STATEMENT_TIMEOUT_MS}"))
 
 
-def read_snapshot(session: Session, now: dt.datetime, alive_within_seconds: float) -> QueueSnapshot:
-    """Read the queue's state with grouped queries on indexed columns."""
+Counts = dict[tuple[str, str], int]  # (status, lane) -> intents
+
+
+def count_every_status(session: Session) -> Counts:
+    """Count intents by status and lane: one pass over the table (or its index)."""
+    query = select(IntentRow.status, IntentRow.lane, func.count()).group_by(
+        IntentRow.status, IntentRow.lane
+    )
+    return {(status, lane): n for status, lane, n in session.execute(query)}
+
+
+def count_live_statuses(session: Session) -> Counts:
+    """Count the statuses an operator watches closely: index ranges over few rows."""
+    query = (
+        select(IntentRow.status, IntentRow.lane, func.count())
+        .where(IntentRow.status.in_(LIVE_STATUSES))
+        .group_by(IntentRow.status, IntentRow.lane)
+    )
+    return {(status, lane): n for status, lane, n in session.execute(query)}
+
+
+def read_snapshot(
+    session: Session,
+    now: dt.datetime,
+    alive_within_seconds: float,
+    totals: Counts | None = None,
+) -> QueueSnapshot:
+    """Read the queue's state with grouped queries on indexed columns.
+
+    `totals` (an earlier count_every_status) spares the full count: only the
+    live statuses are counted again. None counts every status now.
+    """
     _limit_statement_time(session)
-    by_status_lane = session.execute(
-        select(IntentRow.status, IntentRow.lane, func.count()).group_by(
-            IntentRow.status, IntentRow.lane
-        )
-    ).all()
+    if totals is None:
+        intents = count_every_status(session)
+    else:
+        settled = {key: n for key, n in totals.items() if key[0] not in LIVE_STATUSES}
+        intents = settled | count_live_statuses(session)
     oldest = {
         lane: session.execute(
             select(func.min(IntentRow.created_at)).where(
@@ -161,7 +198,7 @@ def read_snapshot(session: Session, now: dt.datetime, alive_within_seconds: floa
     ).all()
     return QueueSnapshot(
         taken_at=now,
-        intents={(status, lane): n for status, lane, n in by_status_lane},
+        intents=intents,
         oldest_pending_created_at=oldest,
         suppressions={reason: n for reason, n in suppressions},
         recent_events={event_type: n for event_type, n in events},
@@ -172,7 +209,12 @@ def read_snapshot(session: Session, now: dt.datetime, alive_within_seconds: floa
 
 
 class SnapshotCache:
-    """Read a snapshot at most once every `cache_seconds`, whoever asks."""
+    """Read a snapshot at most once every `cache_seconds`, whoever asks.
+
+    The count of every status (a pass over the whole table) is redone at most
+    every TOTALS_MIN_SECONDS (or every time when `cache_seconds` is 0); the live
+    statuses, ages, breakers and ticks at every refresh.
+    """
 
     def __init__(
         self,
@@ -184,23 +226,30 @@ class SnapshotCache:
     ) -> None:
         self._session_factory = session_factory
         self._cache_seconds = cache_seconds
+        self._totals_seconds = max(cache_seconds, TOTALS_MIN_SECONDS) if cache_seconds else 0.0
         self._alive_within_seconds = alive_within_seconds
         self._clock = clock
         self._lock = threading.Lock()
         self._snapshot: QueueSnapshot | None = None
-        self._read_at = 0.0
+        self._read_at = self._totals_read_at = 0.0
+        self._totals: Counts | None = None
 
     def get(self) -> QueueSnapshot:
         """Return a snapshot no older than `cache_seconds`."""
         with self._lock:
-            fresh = self._snapshot is not None and (
-                self._clock() - self._read_at < self._cache_seconds
-            )
-            if not fresh:
+            now = self._clock()
+            if self._snapshot is None or now - self._read_at >= self._cache_seconds:
+                totals_fresh = self._totals is not None and (
+                    now - self._totals_read_at < self._totals_seconds
+                )
+                totals = self._totals if totals_fresh else None
                 with self._session_factory() as session, session.begin():
-                    self._snapshot = read_snapshot(session, utcnow(), self._alive_within_seconds)
-                self._read_at = self._clock()
-            assert self._snapshot is not None
+                    self._snapshot = read_snapshot(
+                        session, utcnow(), self._alive_within_seconds, totals
+                    )
+                self._read_at = now
+                if not totals_fresh:
+                    self._totals, self._totals_read_at = self._snapshot.intents, now
             return self._snapshot
 
 

@@ -156,6 +156,28 @@ def test_snapshot_is_cached_for_the_configured_time(seeded):
         assert cache.get().count("dead") == 3
 
 
+def test_live_statuses_are_fresh_while_the_full_count_waits_a_minute(seeded):
+    now = [0.0]
+    with seeded.app_context():
+        cache = metrics.SnapshotCache(
+            lambda: Session(db.engine),
+            cache_seconds=10,
+            alive_within_seconds=60,
+            clock=lambda: now[0],
+        )
+        first = cache.get()
+        assert (first.count("submitted"), first.count("pending")) == (2, 4)
+        add_intents(db.session, "welcome", 3, SUBMITTED)
+        add_intents(db.session, "welcome", 1)
+        db.session.commit()
+        now[0] = 10.0
+        second = cache.get()
+        assert second.count("pending") == 5, "live statuses are counted at every refresh"
+        assert second.count("submitted") == 2, "the full count is kept for a minute"
+        now[0] = metrics.TOTALS_MIN_SECONDS
+        assert cache.get().count("submitted") == 5
+
+
 def test_metrics_without_a_database_still_serve_process_instruments(tmp_path):
     engine_url = "postgresql+psycopg://nobody@127.0.0.1:9/none?connect_timeout=2"
     app = create_app({"CONSOLE_DATABASE_URL": engine_url, "CONSOLE_SECRET_KEY": TEST_SECRET_KEY})
