@@ -9,9 +9,11 @@ console with its embedded worker). Running it again reuses the database.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import itertools
 import os
 import secrets
+import socket
 import threading
 
 import click
@@ -197,6 +199,38 @@ def _banner(host: str, port: int, smtp: DemoSMTPServer, app: Flask, logins) -> N
     click.echo("\n".join(lines))
 
 
+def _listen_refused(what: str, host: str, port: int, error: OSError, option: str) -> str:
+    """One line saying why `what` cannot listen on host:port, and what to do about it."""
+    if error.errno == errno.EADDRINUSE:
+        problem = f"the {what} port {port} on {host} is already in use"
+        return f"{problem}: stop what listens there or pass another {option}"
+    return f"the {what} cannot listen on {host}:{port}: {error.strerror or error}"
+
+
+def check_console_port(host: str, port: int) -> None:
+    """Refuse early (ClickException) when the console's port cannot be listened on.
+
+    It binds the way the web server will (SO_REUSEADDR), so only a port that
+    something else listens on, or an address this machine lacks, is refused.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        socket.create_server((host, port), family=family).close()
+    except OSError as error:
+        raise click.ClickException(
+            _listen_refused("console", host, port, error, "--port")
+        ) from None
+
+
+def start_capture_server(port: int) -> DemoSMTPServer:
+    """Start the SMTP capture server; ClickException when its port is taken."""
+    try:
+        return DemoSMTPServer(port, on_message=_echo_capture).start()
+    except OSError as error:
+        refusal = _listen_refused("SMTP capture", "127.0.0.1", port, error, "--smtp-port")
+        raise click.ClickException(refusal) from None
+
+
 @click.command("demo")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Console address.")
 @click.option("--port", default=5000, show_default=True, type=int, help="Console port.")
@@ -204,7 +238,8 @@ def _banner(host: str, port: int, smtp: DemoSMTPServer, app: Flask, logins) -> N
 @click.pass_context
 def demo_command(ctx: click.Context, host: str, port: int, smtp_port: int) -> None:
     """Run the console with demo mail, a local SMTP capture server and an embedded worker."""
-    smtp = DemoSMTPServer(smtp_port, on_message=_echo_capture).start()
+    check_console_port(host, port)
+    smtp = start_capture_server(smtp_port)
     try:
         app = _demo_app(smtp.url)
         with app.app_context():
@@ -217,6 +252,13 @@ def demo_command(ctx: click.Context, host: str, port: int, smtp_port: int) -> No
         try:
             with app.app_context():
                 ctx.invoke(serve_command, host=host, port=port)
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                raise
+            # taken between the check and the web server's bind
+            raise click.ClickException(
+                _listen_refused("console", host, port, error, "--port")
+            ) from None
         finally:
             traffic.stop()
     finally:

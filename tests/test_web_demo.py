@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -203,3 +204,28 @@ def test_demo_is_a_console_command():
         check=True,
     )
     assert "--smtp-port" in result.stdout
+
+
+@pytest.mark.parametrize("taken", ["console", "smtp"])
+def test_demo_refuses_a_taken_port_in_one_line(tmp_path, taken):
+    """A port something else listens on: one clear line, exit status 1, nothing started."""
+    database = tmp_path / "demo.db"
+    with socket.create_server(("127.0.0.1", 0)) as occupant:
+        busy = occupant.getsockname()[1]
+        port, smtp_port = (busy, free_port()) if taken == "console" else (free_port(), busy)
+        environment = {**os.environ, "CONSOLE_DATABASE_URL": f"sqlite:///{database}"}
+        result = subprocess.run(
+            [shutil.which("console") or "console", "demo", "--port", str(port),
+             "--smtp-port", str(smtp_port)],
+            env=environment, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    option = "--port" if taken == "console" else "--smtp-port"
+    what = "console" if taken == "console" else "SMTP capture"
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        f"Error: the {what} port {busy} on 127.0.0.1 is already in use: "
+        f"stop what listens there or pass another {option}"
+    ]
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "log in" not in result.stdout, "no demo was started"
+    assert not database.exists(), "the database was not touched"
