@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from console import wakeup
 from console.extensions import db
 from console.models import AuditEntry, Intent, OperatorUser, Suppression, utcnow
-from console.store import operations
+from console.store import accounts, actions, intent_actions, suppressions
 
 
 def intent_row(app, intent_id: int) -> Intent:
@@ -136,14 +136,14 @@ def test_two_operators_acting_at_the_same_moment_act_once(app, add_intent):
         with Session(engine) as session:
             started.set()
             try:
-                operations.requeue(session, intent_id, actor="bob", reason="b")
+                intent_actions.requeue(session, intent_id, actor="bob", reason="b")
                 session.commit()
                 outcome["bob"] = "acted"
-            except operations.StaleAction:
+            except actions.StaleAction:
                 outcome["bob"] = "stale"
 
     with Session(engine) as first:
-        operations.requeue(first, intent_id, actor="ann", reason="a")
+        intent_actions.requeue(first, intent_id, actor="ann", reason="a")
         started = threading.Event()
         thread = threading.Thread(target=second_operator, args=(started,))
         thread.start()
@@ -248,8 +248,8 @@ def test_requeue_warns_when_the_template_max_age_has_passed(app, add_intent):
     fresh = add_intent("expired")
     stale = add_intent("expired", created_at=utcnow() - dt.timedelta(minutes=11))
     with app.app_context():
-        assert operations.requeue(db.session, fresh, actor="o", reason="r").warning is None
-        warning = operations.requeue(db.session, stale, actor="o", reason="r").warning
+        assert intent_actions.requeue(db.session, fresh, actor="o", reason="r").warning is None
+        warning = intent_actions.requeue(db.session, stale, actor="o", reason="r").warning
         assert "useless after 10 min" in warning
 
 
@@ -426,15 +426,15 @@ def test_the_last_active_admin_cannot_be_deactivated(app):
         create_user(db.session, "only-admin", "long enough", "admin")
         db.session.commit()
         admin_id = db.session.execute(select(OperatorUser.id)).scalar_one()
-        with pytest.raises(operations.ActionRefused, match="last active admin"):
-            operations.set_user_active(db.session, admin_id, False, actor="someone-else")
+        with pytest.raises(actions.ActionRefused, match="last active admin"):
+            accounts.set_user_active(db.session, admin_id, False, actor="someone-else")
 
 
 def test_audit_page_lists_every_action_newest_first_in_pages(app, console_client):
     client = console_client("operator")
     with app.app_context():
         for number in range(60):
-            operations.add_suppression(
+            suppressions.add_suppression(
                 db.session, f"user{number}@example.com", actor="olga", reason=f"reason {number}"
             )
         db.session.commit()

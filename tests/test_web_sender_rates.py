@@ -11,7 +11,7 @@ from sqlalchemy import event, insert
 
 from console.extensions import db
 from console.models import Intent, utcnow
-from console.store import queries
+from console.store import dashboard_queries
 from console.store.sender_rates import BOUNCE, COMPLAINT, SenderRate, sender_rates
 
 _numbers = itertools.count(1)
@@ -134,7 +134,7 @@ def test_every_rate_query_is_served_by_an_index(app):
 
         event.listen(connection, "before_cursor_execute", capture)
         try:
-            queries.dashboard(db.session)  # the rates as the dashboard asks for them
+            dashboard_queries.dashboard(db.session)  # the rates as the dashboard asks for them
         finally:
             event.remove(connection, "before_cursor_execute", capture)
         rate_statements = [

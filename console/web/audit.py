@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Flask, render_template, request
 
 from console.extensions import db
-from console.store import queries
+from console.store import audit as audit_store
 from console.web.auth import role_required
 
 bp = Blueprint("audit", __name__, url_prefix="/audit")
@@ -16,7 +16,7 @@ bp = Blueprint("audit", __name__, url_prefix="/audit")
 def index():
     raw_before = request.args.get("before", "")
     before = int(raw_before) if raw_before.isdigit() else None
-    page = queries.audit_page(db.session, before=before)
+    page = audit_store.audit_page(db.session, before=before)
     return render_template("audit/index.html", page=page)
 
 

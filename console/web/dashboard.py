@@ -12,7 +12,7 @@ from console import alerts as alert_conditions
 from console.extensions import current_settings, db
 from console.guard import lane_pause_notices, read_breakers
 from console.models import STATUSES, AlertState
-from console.store import queries, sender_rates
+from console.store import dashboard_queries, search_filters, sender_rates
 from console.web.auth import role_required
 
 bp = Blueprint("dashboard", __name__)
@@ -37,7 +37,7 @@ def worker_stale_after_seconds(poll_seconds: float) -> float:
 
 
 def dashboard_alerts(
-    snapshot: queries.Dashboard,
+    snapshot: dashboard_queries.Dashboard,
     stale_after_seconds: float,
     firing: Sequence[AlertState] = (),
 ) -> list[Alert]:
@@ -74,7 +74,7 @@ class ChartBarShape:
     label: str
 
 
-def chart_shapes(bars: list[queries.ChartBar]) -> tuple[list[ChartBarShape], int]:
+def chart_shapes(bars: list[dashboard_queries.ChartBar]) -> tuple[list[ChartBarShape], int]:
     """Lay out stacked bars (accepted below, failed on top) in the chart's box."""
     peak = max((bar.accepted + bar.failed for bar in bars), default=0)
     scale = (CHART_HEIGHT - 4) / peak if peak else 0
@@ -101,7 +101,7 @@ def chart_shapes(bars: list[queries.ChartBar]) -> tuple[list[ChartBarShape], int
 @bp.get("/")
 @role_required("viewer")
 def index():
-    snapshot = queries.dashboard(db.session)
+    snapshot = dashboard_queries.dashboard(db.session)
     stale_after = worker_stale_after_seconds(current_settings().poll_seconds)
     shapes, peak = chart_shapes(snapshot.chart)
     firing = alert_conditions.firing_alerts(db.session)
@@ -110,8 +110,8 @@ def index():
         alerts=dashboard_alerts(snapshot, stale_after, firing)
         + [Alert(notice) for notice in lane_pause_notices(read_breakers(db.session), firing)],
         statuses=STATUSES,
-        age_buckets=queries.AGE_BUCKETS,
-        submitted_window_hours=queries.SUBMITTED_WINDOW_HOURS,
+        age_buckets=search_filters.AGE_BUCKETS,
+        submitted_window_hours=dashboard_queries.SUBMITTED_WINDOW_HOURS,
         chart=shapes,
         chart_peak=peak,
         chart_width=CHART_WIDTH,

@@ -20,7 +20,15 @@ from console import wakeup
 from console.extensions import current_settings, db
 from console.models import LANES, REQUEUEABLE_STATUSES, STATUSES
 from console.render import TemplateError, build_message, default_catalog
-from console.store import operations, queries
+from console.store import (
+    actions,
+    bulk,
+    intent_actions,
+    intent_search,
+    reconciliation,
+    search_filters,
+    timeline,
+)
 from console.web.auth import has_role, role_required
 
 bp = Blueprint("intents", __name__, url_prefix="/intents")
@@ -31,11 +39,11 @@ bp = Blueprint("intents", __name__, url_prefix="/intents")
 def search():
     error = None
     try:
-        filters = queries.SearchFilters.from_args(request.args)
-        page = queries.search_intents(db.session, filters, after=request.args.get("after"))
-    except queries.InvalidFilter as exc:
+        filters = search_filters.SearchFilters.from_args(request.args)
+        page = intent_search.search_intents(db.session, filters, after=request.args.get("after"))
+    except search_filters.InvalidFilter as exc:
         error = f"Search not run: {exc}."
-        filters, page = queries.SearchFilters(), queries.SearchPage([], None)
+        filters, page = search_filters.SearchFilters(), intent_search.SearchPage([], None)
     context = dict(
         filters=filters,
         page=page,
@@ -43,15 +51,15 @@ def search():
         statuses=STATUSES,
         lanes=LANES,
         templates=default_catalog().names(),
-        ages=queries.SEARCH_AGES,
+        ages=search_filters.SEARCH_AGES,
     )
     if request.htmx and not error:
         return render_template("intents/_rows.html", **context)
     return render_template("intents/search.html", **context), 400 if error else 200
 
 
-def _detail_or_404(intent_id: int) -> queries.IntentDetail:
-    detail = queries.intent_detail(db.session, intent_id)
+def _detail_or_404(intent_id: int) -> timeline.IntentDetail:
+    detail = timeline.intent_detail(db.session, intent_id)
     if detail is None:
         abort(404, description=f"There is no intent {intent_id}.")
     return detail
@@ -68,7 +76,7 @@ def _render_detail(intent_id: int, status_code: int = 200, **extra):
         suppression_warning=None,
     )
     if context["can_act"] and context["requeueable"]:
-        context["suppression_warning"] = operations.suppression_warning(
+        context["suppression_warning"] = intent_actions.suppression_warning(
             db.session, intent.recipient
         )
     context.update(extra)
@@ -94,7 +102,7 @@ def preview(intent_id: int):
             preview = _message_parts(message)
         except TemplateError as exc:
             preview = {"error": f"The message cannot be rendered: {exc}"}
-    operations.record_preview(db.session, intent_id, actor=current_user.username)
+    intent_actions.record_preview(db.session, intent_id, actor=current_user.username)
     db.session.commit()
     if request.htmx:
         return render_template("intents/_preview.html", preview=preview)
@@ -112,7 +120,7 @@ def _message_parts(message) -> dict[str, str | None]:
     }
 
 
-def _finish_action(intent_id: int, result: operations.ActionResult, message: str):
+def _finish_action(intent_id: int, result: actions.ActionResult, message: str):
     db.session.commit()
     if result.wakes_worker:
         wakeup.notify()
@@ -122,9 +130,9 @@ def _finish_action(intent_id: int, result: operations.ActionResult, message: str
     return redirect(url_for("intents.detail", intent_id=intent_id), code=303)
 
 
-def _refused(intent_id: int, exc: operations.ActionRefused):
+def _refused(intent_id: int, exc: actions.ActionRefused):
     db.session.rollback()
-    status_code = 409 if isinstance(exc, operations.StaleAction) else 422
+    status_code = 409 if isinstance(exc, actions.StaleAction) else 422
     return _render_detail(intent_id, status_code, error=str(exc))
 
 
@@ -140,8 +148,8 @@ def _action_arguments() -> dict[str, str | None]:
 @role_required("operator")
 def requeue(intent_id: int):
     try:
-        result = operations.requeue(db.session, intent_id, **_action_arguments())
-    except operations.ActionRefused as exc:
+        result = intent_actions.requeue(db.session, intent_id, **_action_arguments())
+    except actions.ActionRefused as exc:
         return _refused(intent_id, exc)
     return _finish_action(intent_id, result, f"Requeued: {result.before_status} → pending.")
 
@@ -150,8 +158,8 @@ def requeue(intent_id: int):
 @role_required("operator")
 def dead_letter(intent_id: int):
     try:
-        result = operations.dead_letter(db.session, intent_id, **_action_arguments())
-    except operations.ActionRefused as exc:
+        result = intent_actions.dead_letter(db.session, intent_id, **_action_arguments())
+    except actions.ActionRefused as exc:
         return _refused(intent_id, exc)
     return _finish_action(intent_id, result, "Dead-lettered: it will not be sent.")
 
@@ -168,14 +176,14 @@ _RECONCILED = {
 def reconcile(intent_id: int):
     resolution = request.form.get("resolution", "")
     try:
-        result = operations.reconcile(
+        result = reconciliation.reconcile(
             db.session,
             intent_id,
             resolution=resolution,
             provider_message_id=request.form.get("provider_message_id"),
             **_action_arguments(),
         )
-    except operations.ActionRefused as exc:
+    except actions.ActionRefused as exc:
         return _refused(intent_id, exc)
     return _finish_action(intent_id, result, _RECONCILED[resolution])
 
@@ -189,9 +197,9 @@ def bulk_preview():
     """Show what a bulk action over the filtered list would do, and ask to confirm."""
     action = request.args.get("action", "")
     try:
-        filters = queries.SearchFilters.from_args(request.args)
-        preview = operations.preview_bulk(db.session, filters, action)
-    except (queries.InvalidFilter, operations.ActionRefused) as exc:
+        filters = search_filters.SearchFilters.from_args(request.args)
+        preview = bulk.preview_bulk(db.session, filters, action)
+    except (search_filters.InvalidFilter, actions.ActionRefused) as exc:
         abort(400, description=str(exc))
     return render_template("intents/bulk.html", preview=preview)
 
@@ -210,14 +218,14 @@ def bulk_apply():
     """Act on the previewed intents that did not change since the preview."""
     action = request.form.get("action", "")
     max_id = request.form.get("max_id", "")
-    if action not in operations.BULK_ACTIONS or not max_id.isdigit():
+    if action not in bulk.BULK_ACTIONS or not max_id.isdigit():
         abort(400, description="The confirmation does not name an action and its preview.")
     try:
-        filters = queries.SearchFilters.from_args(request.form)
-    except queries.InvalidFilter as exc:
+        filters = search_filters.SearchFilters.from_args(request.form)
+    except search_filters.InvalidFilter as exc:
         abort(400, description=str(exc))
     try:
-        acted = operations.apply_bulk(
+        acted = bulk.apply_bulk(
             db.session,
             filters,
             action,
@@ -226,9 +234,9 @@ def bulk_apply():
             max_id=int(max_id),
             previewed_at=_previewed_at(request.form.get("previewed_at", "")),
         )
-    except operations.ActionRefused as exc:
+    except actions.ActionRefused as exc:
         db.session.rollback()
-        preview = operations.preview_bulk(db.session, filters, action)
+        preview = bulk.preview_bulk(db.session, filters, action)
         return render_template("intents/bulk.html", preview=preview, error=str(exc)), 422
     db.session.commit()
     if acted and action == "requeue":

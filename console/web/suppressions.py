@@ -7,7 +7,8 @@ from flask_login import current_user
 
 from console import wakeup
 from console.extensions import db
-from console.store import operations, queries
+from console.store import actions
+from console.store import suppressions as suppression_store
 from console.web.auth import role_required
 
 bp = Blueprint("suppressions", __name__, url_prefix="/suppressions")
@@ -17,7 +18,7 @@ def _render_list(status_code: int = 200, **extra):
     q = request.values.get("q", "").strip()[:320]
     raw_before = request.args.get("before", "")
     before = int(raw_before) if raw_before.isdigit() else None
-    page = queries.suppression_page(db.session, q=q, before=before)
+    page = suppression_store.suppression_page(db.session, q=q, before=before)
     template = "suppressions/_rows.html" if request.htmx else "suppressions/index.html"
     return render_template(template, page=page, q=q, **extra), status_code
 
@@ -33,15 +34,15 @@ def index():
 def add():
     address = request.form.get("address", "")
     try:
-        operations.add_suppression(
+        suppression_store.add_suppression(
             db.session, address, actor=current_user.username, reason=request.form.get("reason")
         )
-    except operations.ActionRefused as exc:
+    except actions.ActionRefused as exc:
         db.session.rollback()
-        status_code = 409 if isinstance(exc, operations.StaleAction) else 422
+        status_code = 409 if isinstance(exc, actions.StaleAction) else 422
         return _render_list(status_code, error=str(exc), address=address)
     db.session.commit()
-    flash(f"{operations.normalized_address(address)} is suppressed.", "success")
+    flash(f"{suppression_store.normalized_address(address)} is suppressed.", "success")
     return redirect(url_for("suppressions.index"), code=303)
 
 
@@ -50,18 +51,18 @@ def add():
 def remove(suppression_id: int):
     """Remove a suppression, then offer to requeue the mail it held back."""
     try:
-        recipient = operations.remove_suppression(
+        recipient = suppression_store.remove_suppression(
             db.session,
             suppression_id,
             actor=current_user.username,
             reason=request.form.get("reason"),
         )
-    except operations.ActionRefused as exc:
+    except actions.ActionRefused as exc:
         db.session.rollback()
-        status_code = 409 if isinstance(exc, operations.StaleAction) else 422
+        status_code = 409 if isinstance(exc, actions.StaleAction) else 422
         return _render_list(status_code, error=str(exc))
     db.session.commit()
-    held_back = queries.held_back_count(db.session, recipient)
+    held_back = suppression_store.held_back_count(db.session, recipient)
     flash(f"{recipient} is no longer suppressed.", "success")
     return render_template("suppressions/removed.html", recipient=recipient, held_back=held_back)
 
@@ -72,10 +73,10 @@ def release():
     """Requeue the intents a removed suppression held back."""
     recipient = request.form.get("recipient", "")
     try:
-        released = operations.release_held_back(
+        released = suppression_store.release_held_back(
             db.session, recipient, actor=current_user.username, reason=request.form.get("reason")
         )
-    except operations.ActionRefused as exc:
+    except actions.ActionRefused as exc:
         db.session.rollback()
         return _render_list(422, error=str(exc))
     db.session.commit()

@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from console.extensions import db
 from console.models import ROLES, OperatorUser
-from console.store import operations
+from console.store import accounts, actions
 from console.users import UserError
 from console.web.auth import role_required
 
@@ -32,7 +32,7 @@ def create():
     username = request.form.get("username", "")
     role = request.form.get("role", "")
     try:
-        user = operations.add_user(
+        user = accounts.add_user(
             db.session,
             username,
             request.form.get("password", ""),
@@ -49,11 +49,11 @@ def create():
 
 def _set_active(user_id: int, active: bool):
     try:
-        user = operations.set_user_active(db.session, user_id, active, actor=current_user.username)
+        user = accounts.set_user_active(db.session, user_id, active, actor=current_user.username)
         db.session.commit()
-    except operations.ActionRefused as exc:
+    except actions.ActionRefused as exc:
         db.session.rollback()
-        status_code = 409 if isinstance(exc, operations.StaleAction) else 422
+        status_code = 409 if isinstance(exc, actions.StaleAction) else 422
         return _render_list(status_code, error=str(exc))
     flash(f"{user.username} is {'active' if active else 'deactivated'}.", "success")
     return redirect(url_for("users.index"), code=303)

@@ -29,7 +29,7 @@ from console import create_app
 from console.database import make_engine
 from console.extensions import db
 from console.models import Intent, utcnow
-from console.store import queries
+from console.store import intent_search
 from console.users import create_user
 from tests import pgcluster
 from tests.conftest import migrate_to_head
@@ -128,7 +128,7 @@ def deep_cursors(rows: int, rng: random.Random) -> list[str]:
     """Keyset positions of random intents, as the "next page" links carry them."""
     ids = [rng.randrange(1000, rows) for _ in range(50)]
     found = db.session.execute(select(Intent.created_at, Intent.id).where(Intent.id.in_(ids)))
-    return [queries.encode_cursor(created_at, intent_id) for created_at, intent_id in found]
+    return [intent_search.encode_cursor(created_at, intent_id) for created_at, intent_id in found]
 
 
 def page_requests(rows: int, rng: random.Random, cursors: list[str]) -> dict[str, Callable]:

@@ -1,0 +1,71 @@
+"""Console accounts: create one with a role, deactivate or reactivate it; each audited."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from console.models import OperatorUser, utcnow
+from console.store.actions import ActionRefused, StaleAction
+from console.store.audit import audit_values, write_audit
+from console.users import create_user
+
+
+def add_user(
+    session: Session,
+    username: str,
+    password: str,
+    role: str,
+    *,
+    actor: str,
+    now: dt.datetime | None = None,
+) -> OperatorUser:
+    """Create an account (console.users rules) and audit it; UserError on bad input."""
+    now = now or utcnow()
+    user = create_user(session, username, password, role)
+    entry = audit_values(
+        actor=actor, action="user_create", now=now, target=user.username, details={"role": role}
+    )
+    write_audit(session, [entry])
+    return user
+
+
+def set_user_active(
+    session: Session,
+    user_id: int,
+    active: bool,
+    *,
+    actor: str,
+    now: dt.datetime | None = None,
+) -> OperatorUser:
+    """Deactivate (or reactivate) an account; never the actor's own, never the last admin."""
+    now = now or utcnow()
+    user = session.get(OperatorUser, user_id)
+    if user is None:
+        raise ActionRefused(f"user {user_id} does not exist")
+    if user.username == actor and not active:
+        raise ActionRefused("you cannot deactivate your own account")
+    if bool(user.active) == active:
+        state = "active" if active else "deactivated"
+        raise StaleAction(f"{user.username} is already {state}: nothing was done")
+    if not active and user.role == "admin" and _active_admins(session) <= 1:
+        raise ActionRefused("the last active admin cannot be deactivated")
+    changed = session.execute(
+        update(OperatorUser)
+        .where(OperatorUser.id == user_id, OperatorUser.active == (not active))
+        .values(active=active)
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    if changed != 1:
+        raise StaleAction(f"{user.username} changed meanwhile: nothing was done")
+    session.refresh(user)
+    action = "user_activate" if active else "user_deactivate"
+    write_audit(session, [audit_values(actor=actor, action=action, now=now, target=user.username)])
+    return user
+
+
+def _active_admins(session: Session) -> int:
+    query = select(func.count()).where(OperatorUser.role == "admin", OperatorUser.active)
+    return session.execute(query).scalar_one()

@@ -1,0 +1,164 @@
+"""Bulk actions over a filtered list: a preview of their effect, then the confirmed action."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from console.models import (
+    DEAD,
+    EXPIRED,
+    PENDING,
+    REQUEUEABLE_STATUSES,
+    SENDING,
+    SUBMITTED,
+    SUPPRESSED,
+    Intent,
+    Suppression,
+    utcnow,
+)
+from console.store.actions import ActionRefused, apply_in_chunks, due_now_values, required_reason
+from console.store.search_filters import SearchFilters
+
+BULK_LIMIT = 10_000
+BULK_ACTIONS = {"requeue": REQUEUEABLE_STATUSES, "dead_letter": (PENDING,)}
+_SKIP_WORDS = {
+    SUBMITTED: "already submitted",
+    PENDING: "already pending",
+    SENDING: "being sent",
+    SUPPRESSED: "held back by a suppression",
+    DEAD: "already dead",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class BulkPreview:
+    """What a bulk action over a filtered list would do, computed before it acts."""
+
+    action: str
+    filters: SearchFilters
+    matched: int
+    eligible: int  # in an allowed status and not skipped
+    suppressed_skipped: int
+    skipped_by_status: dict[str, int]
+    max_id: int
+    previewed_at: dt.datetime
+    limit: int = BULK_LIMIT
+
+    @property
+    def will_act(self) -> int:
+        return min(self.eligible, self.limit)
+
+    def summary(self) -> str:
+        """Say the effect in one line: "requeues 412; 9 suppressed recipients skipped; ..."."""
+        verb = {"requeue": "requeues", "dead_letter": "dead-letters"}[self.action]
+        parts = [f"{verb} {self.will_act}"]
+        if self.eligible > self.limit:
+            parts.append(f"{self.eligible - self.limit} more left for another run")
+        if self.suppressed_skipped:
+            parts.append(f"{self.suppressed_skipped} suppressed recipients skipped")
+        for status, count in sorted(self.skipped_by_status.items()):
+            parts.append(f"{count} {_SKIP_WORDS.get(status, status)}")
+        return "; ".join(parts)
+
+
+def _bulk_conditions(
+    session: Session, filters: SearchFilters, action: str, at: dt.datetime
+) -> tuple[list[Any], Any]:
+    if action not in BULK_ACTIONS:
+        raise ActionRefused(f"unknown bulk action {action!r}")
+    conditions = filters.conditions(session.get_bind().dialect.name, at)
+    suppressed = (
+        select(Suppression.id).where(Suppression.recipient == func.lower(Intent.recipient)).exists()
+    )
+    return conditions, suppressed
+
+
+def preview_bulk(
+    session: Session, filters: SearchFilters, action: str, *, now: dt.datetime | None = None
+) -> BulkPreview:
+    """Count what `action` would do to the intents `filters` match, changing nothing."""
+    now = now or utcnow()
+    conditions, suppressed = _bulk_conditions(session, filters, action, now)
+    allowed = BULK_ACTIONS[action]
+    max_id = session.execute(select(func.coalesce(func.max(Intent.id), 0))).scalar_one()
+    by_status = dict(
+        session.execute(
+            select(Intent.status, func.count())
+            .where(*conditions, Intent.id <= max_id)
+            .group_by(Intent.status)
+        ).all()
+    )
+    suppressed_skipped = 0
+    if action == "requeue":
+        suppressed_skipped = session.execute(
+            select(func.count()).where(
+                *conditions, Intent.id <= max_id, Intent.status.in_(allowed), suppressed
+            )
+        ).scalar_one()
+    in_allowed = sum(count for status, count in by_status.items() if status in allowed)
+    return BulkPreview(
+        action=action,
+        filters=filters,
+        matched=sum(by_status.values()),
+        eligible=in_allowed - suppressed_skipped,
+        suppressed_skipped=suppressed_skipped,
+        skipped_by_status={s: c for s, c in by_status.items() if s not in allowed},
+        max_id=max_id,
+        previewed_at=now,
+    )
+
+
+def apply_bulk(
+    session: Session,
+    filters: SearchFilters,
+    action: str,
+    *,
+    actor: str,
+    reason: str,
+    max_id: int,
+    previewed_at: dt.datetime,
+    now: dt.datetime | None = None,
+    limit: int = BULK_LIMIT,
+) -> int:
+    """Do what the confirmed preview said, to intents unchanged since; return how many.
+
+    Only intents that existed at the preview (id <= max_id) and were not updated
+    after it are touched, so submitting the same confirmation twice acts once.
+    """
+    now = now or utcnow()
+    reason = required_reason(reason)
+    conditions, suppressed = _bulk_conditions(session, filters, action, previewed_at)
+    allowed = BULK_ACTIONS[action]
+    query = select(Intent.id, Intent.status, Intent.recipient).where(
+        *conditions,
+        Intent.id <= max_id,
+        Intent.status.in_(allowed),
+        (Intent.updated_at.is_(None)) | (Intent.updated_at <= previewed_at),
+    )
+    if action == "requeue":
+        query = query.where(~suppressed)
+    targets: dict[str, list[tuple[int, str]]] = {}
+    for row in session.execute(query.order_by(Intent.id).limit(limit)):
+        targets.setdefault(row.status, []).append((row.id, row.recipient))
+    if action == "requeue":
+        values = {status: due_now_values(now, f"requeued by {actor}") for status in targets}
+        if EXPIRED in values:
+            values[EXPIRED]["expires_at"] = None
+    else:
+        values = {PENDING: dict(status=DEAD, status_reason=f"dead-lettered by {actor}")}
+    return apply_in_chunks(
+        session,
+        targets,
+        action=action,
+        values_by_status=values,
+        actor=actor,
+        reason=reason,
+        now=now,
+        not_changed_since=previewed_at,
+        details={"bulk": True},
+    )

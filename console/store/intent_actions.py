@@ -1,0 +1,118 @@
+"""Actions on one intent: requeue, dead-letter, and the audited look at its message."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import Row, select
+from sqlalchemy.orm import Session
+
+from console.models import DEAD, PENDING, REQUEUEABLE_STATUSES, Intent, utcnow
+from console.outbox import is_suppressed
+from console.render import TemplateError, default_catalog
+from console.store.actions import (
+    ActionRefused,
+    ActionResult,
+    act,
+    due_now_values,
+    load_intent,
+    refuse_unless,
+    required_reason,
+)
+from console.store.audit import audit_values, write_audit
+
+
+def suppression_warning(session: Session, recipient: str) -> str | None:
+    """Say why requeueing mail to `recipient` will not send it, if it is suppressed."""
+    if not is_suppressed(session, recipient):
+        return None
+    return (
+        f"{recipient} is on the suppression list: the worker will hold this mail back "
+        "unless the suppression is removed"
+    )
+
+
+def _too_old_warning(row: Row, now: dt.datetime) -> str | None:
+    """Say so when the template's max age has passed: the worker will expire it again."""
+    try:
+        max_age_seconds = default_catalog().settings(row.template).max_age_seconds
+    except TemplateError:
+        return None
+    if max_age_seconds is None or row.created_at + dt.timedelta(seconds=max_age_seconds) > now:
+        return None
+    return (
+        f"{row.template} mail is useless after {max_age_seconds / 60:.0f} min and this one is "
+        "older: the worker will expire it instead of sending it"
+    )
+
+
+def requeue(
+    session: Session,
+    intent_id: int,
+    *,
+    actor: str,
+    reason: str,
+    expected_status: str | None = None,
+    now: dt.datetime | None = None,
+) -> ActionResult:
+    """Make a failed, dead, ambiguous, expired or cancelled intent pending and due now.
+
+    The attempt count is kept (it counts attempts). An expired intent loses its
+    expiry, or the worker would expire it again at once.
+    """
+    now = now or utcnow()
+    reason = required_reason(reason)
+    row = load_intent(session, intent_id, expected_status, now)
+    refuse_unless(row, REQUEUEABLE_STATUSES, "requeue")
+    values = due_now_values(now, f"requeued by {actor}")
+    details = {}
+    if row.expires_at is not None:
+        values["expires_at"] = None
+        details["expiry_removed"] = row.expires_at.isoformat()
+    warnings = (suppression_warning(session, row.recipient), _too_old_warning(row, now))
+    warning = "; ".join(text for text in warnings if text) or None
+    return act(
+        session,
+        row,
+        action="requeue",
+        values=values,
+        actor=actor,
+        reason=reason,
+        now=now,
+        details=details,
+        warning=warning,
+    )
+
+
+def dead_letter(
+    session: Session,
+    intent_id: int,
+    *,
+    actor: str,
+    reason: str,
+    expected_status: str | None = None,
+    now: dt.datetime | None = None,
+) -> ActionResult:
+    """Stop a pending intent for good: it becomes dead and is never sent."""
+    now = now or utcnow()
+    reason = required_reason(reason)
+    row = load_intent(session, intent_id, expected_status, now)
+    refuse_unless(row, (PENDING,), "dead-letter")
+    values = dict(status=DEAD, status_reason=f"dead-lettered by {actor}")
+    return act(
+        session, row, action="dead_letter", values=values, actor=actor, reason=reason, now=now
+    )
+
+
+def record_preview(
+    session: Session, intent_id: int, *, actor: str, now: dt.datetime | None = None
+) -> None:
+    """Audit that `actor` looked at the rendered message of an intent."""
+    now = now or utcnow()
+    status = session.execute(select(Intent.status).where(Intent.id == intent_id)).scalar()
+    if status is None:
+        raise ActionRefused(f"intent {intent_id} does not exist")
+    entry = audit_values(
+        actor=actor, action="preview", now=now, intent_id=intent_id, before=status, after=status
+    )
+    write_audit(session, [entry])

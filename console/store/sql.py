@@ -1,0 +1,29 @@
+"""Small SQL helpers the console's queries share: the dialect, index-friendly prefixes, pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, func
+from sqlalchemy.orm import Session
+
+PAGE_SIZE = 50
+
+
+def dialect_of(session: Session) -> str:
+    """The name of the database dialect `session` talks to: "sqlite" or "postgresql"."""
+    return session.get_bind().dialect.name
+
+
+def prefix_match(column: Any, prefix: str, dialect: str) -> ColumnElement[bool]:
+    """Match values starting with `prefix` in a way that uses the column's index.
+
+    PostgreSQL's indexes use varchar_pattern_ops, which serve LIKE 'x%'; SQLite's
+    LIKE ignores case and skips the index, so there it is a range on the BINARY index.
+    """
+    if dialect == "postgresql":
+        return column.startswith(prefix, autoescape=True)
+    if ord(prefix[-1]) >= 0x10FFFF:
+        return and_(column >= prefix, func.substr(column, 1, len(prefix)) == prefix)
+    upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    return and_(column >= prefix, column < upper)

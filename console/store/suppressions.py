@@ -1,0 +1,159 @@
+"""The suppression list: add and remove addresses (audited), release what they held back."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any
+
+from email_validator import EmailNotValidError, validate_email
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from console.models import SUPPRESSED, Intent, Suppression, utcnow
+from console.outbox import is_suppressed
+from console.store.actions import (
+    ActionRefused,
+    StaleAction,
+    apply_in_chunks,
+    due_now_values,
+    required_reason,
+)
+from console.store.audit import audit_values, write_audit
+from console.store.sql import PAGE_SIZE, dialect_of, prefix_match
+
+
+def normalized_address(raw: str) -> str:
+    """Return the lower-cased address the suppression list stores; ActionRefused if invalid."""
+    try:
+        return validate_email(raw.strip(), check_deliverability=False).normalized.lower()
+    except EmailNotValidError as exc:
+        raise ActionRefused(f"invalid address {raw!r}: {exc}") from None
+
+
+def _insert_ignoring_duplicate(session: Session, values: dict[str, Any]) -> int | None:
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    statement = (
+        dialect_insert(Suppression)
+        .values(**values)
+        .on_conflict_do_nothing(index_elements=["recipient"])
+        .returning(Suppression.id)
+    )
+    return session.execute(statement).scalar_one_or_none()
+
+
+def add_suppression(
+    session: Session,
+    address: str,
+    *,
+    actor: str,
+    reason: str,
+    now: dt.datetime | None = None,
+) -> int:
+    """Put `address` on the suppression list by hand; return the suppression's id."""
+    now = now or utcnow()
+    reason = required_reason(reason)
+    recipient = normalized_address(address)
+    values = dict(recipient=recipient, reason="manual", note=reason, created_by=actor)
+    suppression_id = _insert_ignoring_duplicate(session, {**values, "created_at": now})
+    if suppression_id is None:
+        raise StaleAction(f"{recipient} is already on the suppression list: nothing was done")
+    entry = audit_values(
+        actor=actor, action="suppression_add", now=now, reason=reason, target=recipient
+    )
+    write_audit(session, [entry])
+    return suppression_id
+
+
+def remove_suppression(
+    session: Session,
+    suppression_id: int,
+    *,
+    actor: str,
+    reason: str,
+    now: dt.datetime | None = None,
+) -> str:
+    """Take an address off the suppression list; return the address."""
+    now = now or utcnow()
+    reason = required_reason(reason)
+    removed = session.execute(
+        delete(Suppression)
+        .where(Suppression.id == suppression_id)
+        .returning(Suppression.recipient, Suppression.reason, Suppression.note)
+        .execution_options(synchronize_session=False)
+    ).one_or_none()
+    if removed is None:
+        raise StaleAction("that suppression was already removed: nothing was done")
+    details = {"suppressed_for": removed.reason, "note": removed.note}
+    entry = audit_values(
+        actor=actor,
+        action="suppression_remove",
+        now=now,
+        reason=reason,
+        target=removed.recipient,
+        details={k: v for k, v in details.items() if v},
+    )
+    write_audit(session, [entry])
+    return removed.recipient
+
+
+def release_held_back(
+    session: Session,
+    address: str,
+    *,
+    actor: str,
+    reason: str,
+    now: dt.datetime | None = None,
+) -> int:
+    """Requeue the intents a removed suppression held back; return how many."""
+    now = now or utcnow()
+    reason = required_reason(reason)
+    recipient = normalized_address(address)
+    if is_suppressed(session, recipient):
+        raise ActionRefused(f"{recipient} is still suppressed: remove the suppression first")
+    held = session.execute(
+        select(Intent.id, Intent.recipient).where(
+            Intent.status == SUPPRESSED, func.lower(Intent.recipient) == recipient
+        )
+    ).all()
+    values = due_now_values(now, f"released by {actor} after the suppression was removed")
+    return apply_in_chunks(
+        session,
+        {SUPPRESSED: [(row.id, row.recipient) for row in held]},
+        action="requeue",
+        values_by_status={SUPPRESSED: values},
+        actor=actor,
+        reason=reason,
+        now=now,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class SuppressionPage:
+    entries: list[Suppression]
+    next_before: int | None
+
+
+def suppression_page(
+    session: Session, *, q: str = "", before: int | None = None, limit: int = PAGE_SIZE
+) -> SuppressionPage:
+    """Return suppressions newest first, optionally those whose address starts with `q`."""
+    query = select(Suppression).order_by(Suppression.id.desc()).limit(limit + 1)
+    if q:
+        query = query.where(prefix_match(Suppression.recipient, q.lower(), dialect_of(session)))
+    if before is not None:
+        query = query.where(Suppression.id < before)
+    entries = list(session.execute(query).scalars())
+    next_before = entries[limit - 1].id if len(entries) > limit else None
+    return SuppressionPage(entries[:limit], next_before)
+
+
+def held_back_count(session: Session, recipient: str) -> int:
+    """Count the intents for `recipient` that the suppression held back."""
+    query = select(func.count()).where(
+        Intent.status == "suppressed", func.lower(Intent.recipient) == recipient.lower()
+    )
+    return session.execute(query).scalar_one()
