@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import datetime as dt
 import multiprocessing
 import os
@@ -97,19 +98,74 @@ def cpu_jiffies() -> tuple[int, int]:
     return sum(fields) - idle, sum(fields)
 
 
-def drain_rate(engine: Engine, total: int, timeout_seconds: float) -> tuple[float, float]:
-    """Messages a second between 10 % and 90 % of `total` submitted (no start-up, no tail),
-    and the share of the machine's CPU busy meanwhile."""
-    marks: dict[float, tuple[float, tuple[int, int]]] = {}
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cluster_pids(data_dir: str) -> list[int]:
+    """The postmaster of the benchmark's cluster and its children (other clusters excluded)."""
+    postmaster = int(Path(data_dir, "postmaster.pid").read_text().split()[0])
+    pids = [postmaster]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if parent == postmaster:
+                pids.append(int(entry.name))
+    return pids
+
+
+@dataclasses.dataclass
+class Drain:
+    """How fast a backlog drained, and who spent the CPU meanwhile."""
+
+    rate: float  # messages a second
+    cpu_busy: float  # share of the whole machine's CPU
+    cpu_ms_per_message: dict[str, float]  # "workers", "postgresql", "smtp sink"
+
+
+def _cpu_by_role(worker_pids: list[int], sink_pid: int, data_dir: str) -> dict[str, float]:
+    return {
+        "workers": sum(process_cpu_seconds(pid) for pid in worker_pids),
+        "postgresql": sum(process_cpu_seconds(pid) for pid in cluster_pids(data_dir)),
+        "smtp sink": process_cpu_seconds(sink_pid),
+    }
+
+
+def drain_rate(
+    engine: Engine,
+    total: int,
+    timeout_seconds: float,
+    worker_pids: list[int],
+    sink_pid: int,
+    data_dir: str,
+) -> Drain:
+    """Measure between 10 % and 90 % of `total` submitted (no start-up, no tail)."""
+    marks: dict[float, tuple[float, tuple[int, int], dict[str, float]]] = {}
     deadline = time.monotonic() + timeout_seconds
     while time.monotonic() < deadline:
         done = submitted_count(engine)
         for fraction in (0.1, 0.9):
             if done >= fraction * total and fraction not in marks:
-                marks[fraction] = (time.monotonic(), cpu_jiffies())
+                cpu = _cpu_by_role(worker_pids, sink_pid, data_dir)
+                marks[fraction] = (time.monotonic(), cpu_jiffies(), cpu)
         if 0.9 in marks:
-            (start, (busy0, total0)), (end, (busy1, total1)) = marks[0.1], marks[0.9]
-            return 0.8 * total / (end - start), (busy1 - busy0) / max(total1 - total0, 1)
+            (start, (busy0, total0), cpu0), (end, (busy1, total1), cpu1) = marks[0.1], marks[0.9]
+            messages = 0.8 * total
+            return Drain(
+                rate=messages / (end - start),
+                cpu_busy=(busy1 - busy0) / max(total1 - total0, 1),
+                cpu_ms_per_message={
+                    role: (cpu1[role] - cpu0[role]) * 1000 / messages for role in cpu0
+                },
+            )
         time.sleep(0.1)
     raise TimeoutError(f"{submitted_count(engine)} of {total} submitted in {timeout_seconds} s")
 
@@ -147,12 +203,13 @@ def _bare_client(port: int, count: int, connections: int, results) -> None:
             *(one_connection(range(i * share, (i + 1) * share)) for i in range(connections))
         )
 
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), time.process_time()
     asyncio.run(run())
-    results.put(time.monotonic() - started)
+    results.put((time.monotonic() - started, time.process_time() - cpu_started))
 
 
-def bare_client_rate(bench: Bench, processes: int, count_each: int) -> float:
+def bare_client_rate(bench: Bench, processes: int, count_each: int) -> tuple[float, float]:
+    """Messages a second, and client CPU milliseconds a message."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     children = [
@@ -161,16 +218,18 @@ def bare_client_rate(bench: Bench, processes: int, count_each: int) -> float:
     ]
     for child in children:
         child.start()
-    seconds = max(results.get(timeout=600) for _ in children)
+    measured = [results.get(timeout=600) for _ in children]
     for child in children:
         child.join()
-    return processes * count_each / seconds
+    messages = processes * count_each
+    seconds = max(elapsed for elapsed, _ in measured)
+    return messages / seconds, sum(cpu for _, cpu in measured) * 1000 / messages
 
 
 # --- 2. worker throughput ------------------------------------------------------------------
 
 
-def worker_rate(bench: Bench, processes: int, messages: int) -> tuple[float, float]:
+def worker_rate(bench: Bench, processes: int, messages: int) -> Drain:
     url = bench.fresh_database()
     engine = make_engine(url)
     bulk_insert_intents(engine, 1, messages)
@@ -178,7 +237,9 @@ def worker_rate(bench: Bench, processes: int, messages: int) -> tuple[float, flo
     try:
         for worker in workers:
             worker.start()
-        return drain_rate(engine, messages, timeout_seconds=900)
+        pids = [worker.pid for worker in workers]
+        sink_pid, data_dir = bench.sink.process.pid, bench.cluster.data_dir
+        return drain_rate(engine, messages, 900, pids, sink_pid, data_dir)
     finally:
         for worker in workers:
             worker.stop()
@@ -405,15 +466,20 @@ def main() -> None:
 def run_parts(bench: Bench, args: argparse.Namespace, parts: set[str]) -> None:
     if "throughput" in parts:
         for processes in (1, 4):
-            rate = bare_client_rate(bench, processes, args.messages // processes)
-            print(f"bare client, {processes} process(es) x 4 connections: {rate:7.0f} msg/s")
+            rate, cpu_ms = bare_client_rate(bench, processes, args.messages // processes)
+            print(
+                f"bare client, {processes} process(es) x 4 connections: {rate:7.0f} msg/s; "
+                f"client CPU ms a message: {cpu_ms:.2f}"
+            )
         rates = {}
         for processes in (1, 2, 4):
-            rates[processes], cpu_busy = worker_rate(bench, processes, args.messages)
+            drain = worker_rate(bench, processes, args.messages)
+            rates[processes] = drain.rate
+            cpu = ", ".join(f"{role} {ms:.2f}" for role, ms in drain.cpu_ms_per_message.items())
             print(
-                f"console worker x {processes}: {rates[processes]:7.0f} msg/s "
-                f"({rates[processes] / rates[1]:.2f}x one process), "
-                f"machine CPU {cpu_busy:.0%} busy ({os.cpu_count()} cores)",
+                f"console worker x {processes}: {drain.rate:7.0f} msg/s "
+                f"({drain.rate / rates[1]:.2f}x one process); machine CPU {drain.cpu_busy:.0%} "
+                f"busy; CPU ms a message: {cpu}",
                 flush=True,
             )
         print(f"  target {TARGETS['scaling']}: {rates[4] / rates[1]:.2f}x")
