@@ -125,11 +125,11 @@ class _Outcome:
 
 
 class _SerialWrites:
-    """The per-message writes, in order, on one connection in one thread of their own.
+    """The T2 records of a worker, in order, on one connection in a thread of their own.
 
-    A database round trip then overlaps the network waits of the sends instead of
-    stopping the event loop; order is kept, so an attempt's DATA_SENT mark and
-    its T2 never overtake each other.
+    A record's database round trip then overlaps the sending of the next email
+    instead of stopping the event loop. (The DATA_SENT mark is not queued here:
+    the body must wait for it anyway, so it is committed inline.)
     """
 
     def __init__(self, engine: Engine) -> None:
@@ -191,6 +191,7 @@ class Worker:
             raise ValueError(f"unknown crash point {crash_at!r}: expected one of {CRASH_POINTS}")
         self.session_factory = session_factory
         self._writes = _SerialWrites(session_factory.kw["bind"])
+        self._marks: Connection | None = None
         self.transport = transport
         self.settings = settings
         self._envelope_from = envelope_address(settings.mail_from)
@@ -361,6 +362,9 @@ class Worker:
         finally:
             await asyncio.gather(*records)
             await self._writes.release_connection()
+            if self._marks is not None:
+                self._marks.close()
+                self._marks = None
         if waiting:
             with self.session_factory() as session:
                 report.released = store.release(session, list(waiting), self.clock())
@@ -475,9 +479,15 @@ class Worker:
             self._crash_if("envelope")
         if stage != DATA_SENT:
             return
-        if not await self._writes.submit(store.mark_data_sent, email.attempt_id):
+        if not store.mark_data_sent(self._mark_connection(), email.attempt_id):
             raise LeaseLost(f"attempt {email.attempt_id} was swept before its body was sent")
         self._crash_if("data_sent")
+
+    def _mark_connection(self) -> Connection:
+        """The connection of this batch's DATA_SENT marks, in the event loop's thread."""
+        if self._marks is None:
+            self._marks = store.writer(self.session_factory.kw["bind"])
+        return self._marks
 
     def _crash_if(self, point: str) -> None:
         if self._crash_at == point:

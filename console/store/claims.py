@@ -1,6 +1,6 @@
 """Every query of the send loop (DESIGN §4), in the order a tick runs them.
 
-- ``beat``: the worker's heartbeat row;
+- ``beat``: the worker's heartbeat row, in one transaction with the sweep;
 - ``sweep_expired_leases``: intents whose worker went silent;
 - ``claim_due`` (T1): lock a bounded batch of due intents, critical lane first,
   recheck them, lease the rest and insert one attempt each;
@@ -263,7 +263,7 @@ def beat(
     started_at: dt.datetime,
     now: dt.datetime,
 ) -> None:
-    """Insert or refresh this worker's heartbeat row, and commit."""
+    """Insert or refresh this worker's heartbeat row (the caller commits)."""
     insert_for = _dialect_insert(session)
     statement = insert_for(WorkerHeartbeat).values(
         worker_id=worker_id, host=host, pid=pid, started_at=started_at, last_tick_at=now
@@ -272,7 +272,6 @@ def beat(
         index_elements=["worker_id"], set_={"last_tick_at": statement.excluded.last_tick_at}
     )
     session.execute(statement)
-    session.commit()
 
 
 def claim_due(
@@ -509,7 +508,10 @@ def _enhanced_status(result: SendResult) -> str | None:
 def sweep_expired_leases(
     session: Session, *, now: dt.datetime, judge: JudgeExpiredLease
 ) -> list[tuple[ExpiredLease, Decision]]:
-    """Close the attempts of silent workers and move their intents as `judge` decides."""
+    """Close the attempts of silent workers and move their intents as `judge` decides.
+
+    The caller commits.
+    """
     query = (
         select(*_DUE_COLUMNS, Intent.lease_token, Attempt.id)
         .outerjoin(
@@ -529,7 +531,6 @@ def sweep_expired_leases(
         classification, decision = judge(lease)
         if _settle_expired_lease(session, lease, classification, decision, now):
             swept.append((lease, decision))
-    session.commit()
     return swept
 
 
