@@ -86,8 +86,9 @@ def drain_with_worker(url: str, smtp_url: str, count: int, connections: int) -> 
     transport = SmtpTransport(smtp_url, connections=connections, timeout_seconds=30)
     worker = Worker(session_factory, transport, settings)
     started = time.perf_counter()
-    while worker.run_once().claimed:
-        pass
+    drained = False
+    while not drained:
+        drained = worker.run_once().claimed == 0
     elapsed = time.perf_counter() - started
     worker.close()
     with session_factory() as session:
