@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import ssl
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import select
@@ -319,6 +320,33 @@ def test_expiry_suppression_and_eligibility_are_rechecked_at_claim(
         broken_intent.next_attempt_at > clock.now and "RuntimeError" in broken_intent.status_reason
     )
     assert smtp_server.received == []
+
+
+def test_eligibility_checks_load_from_the_configured_module(tmp_path, monkeypatch):
+    from console.config import load_settings
+    from console.eligibility import EligibilityError
+
+    (tmp_path / "shop_checks.py").write_text(
+        "def unverified_only(intent, session):\n"
+        "    return 'already verified' if intent.params.get('verified') else None\n"
+        "ELIGIBILITY_CHECKS = {'verify-email': unverified_only}\n"
+    )
+    (tmp_path / "no_checks.py").write_text("CHECKS = {}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    environ = {
+        "CONSOLE_DATABASE_URL": "sqlite://",
+        "CONSOLE_SECRET_KEY": "k",
+        "CONSOLE_ELIGIBILITY_MODULE": "shop_checks",
+    }
+    settings = load_settings(environ, instance_path=tmp_path)
+    policy = EligibilityPolicy.from_module(settings.eligibility_module)
+    verified = SimpleNamespace(purpose="verify-email", params={"verified": True})
+    other_purpose = SimpleNamespace(purpose="newsletter", params={"verified": True})
+    assert policy.reason_not_to_send(verified, session=None) == "already verified"
+    assert policy.reason_not_to_send(other_purpose, session=None) is None
+    for name, complaint in [("no_such_module", "cannot import"), ("no_checks", "must define")]:
+        with pytest.raises(EligibilityError, match=complaint):
+            EligibilityPolicy.from_module(name)
 
 
 def test_each_tick_writes_the_heartbeat(session_factory, make_worker, clock):
