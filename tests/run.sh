@@ -18,4 +18,4 @@ python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore 
 ruff check console tests
 ruff format --check console tests
 
-python3 -m pytest "$@"
+python3 -m pytest --durations=15 "$@"
