@@ -142,7 +142,9 @@ class Intent(Base):
         Index("ix_email_intent_status_lane_created", "status", "lane", "created_at"),
         Index("ix_email_intent_lease", "status", "lease_expires_at"),
         Index("ix_email_intent_created_at", "created_at"),
-        Index("ix_email_intent_event", "event", postgresql_ops={"event": "varchar_pattern_ops"}),
+        Index(
+            "ix_email_intent_event", "event", "id", postgresql_ops={"event": "varchar_pattern_ops"}
+        ),
         Index(
             "ix_email_intent_key_prefix",
             "idempotency_key",

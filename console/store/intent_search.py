@@ -1,21 +1,25 @@
-"""Search intents newest first, one keyset page at a time, each lookup served by an index."""
+"""Search intents one keyset page at a time, each lookup served by an index.
+
+Without text, the list is newest first. With text in the search box, the exact
+lookups (recipient, Message-ID, provider id, #id) come first, newest first; then
+the intents whose event or key starts with the text, in key order
+(console.store.prefix_search), so a business event's own mail leads its longer
+namesakes and a broad prefix costs no more than a narrow one.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
 import re
-from typing import Any
 
-from sqlalchemy import func, select, text, tuple_
+from sqlalchemy import ColumnElement, false, func, not_, or_, select, text, tuple_
 from sqlalchemy.orm import Session
-from sqlalchemy.sql.util import ClauseAdapter
 
-from console.models import Intent, utcnow
-from console.store.search_filters import Branch, InvalidFilter, SearchFilters
+from console.models import LANES, Intent, utcnow
+from console.store.prefix_search import PrefixPosition, prefix_rows, sort_value
+from console.store.search_filters import InvalidFilter, SearchFilters, exact_matches
 from console.store.sql import PAGE_SIZE, dialect_of
-
-RECENT_WINDOW = 5_000  # a broad prefix search first looks among this many newest intents
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,27 +36,48 @@ class IntentRow:
     next_attempt_at: dt.datetime
 
 
+ROW_COLUMNS = [getattr(Intent, field.name) for field in dataclasses.fields(IntentRow)]
+
+
 @dataclasses.dataclass(frozen=True)
 class SearchPage:
     rows: list[IntentRow]
     next_after: str | None  # pass as `after` for the next page; None on the last page
 
 
+@dataclasses.dataclass(frozen=True)
+class NewestPosition:
+    """The keyset position after a row in a newest-first list."""
+
+    created_at: dt.datetime
+    intent_id: int
+
+
+Position = NewestPosition | PrefixPosition
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_CURSOR = re.compile(r"^(\d{1,20})-(\d{1,19})$")
+_NEWEST_CURSOR = re.compile(r"^(\d{1,20})-(\d{1,19})$")
+_PREFIX_CURSOR = re.compile(r"^p(\d{1,19}):(.{1,320})$", re.DOTALL)
 
 
 def encode_cursor(created_at: dt.datetime, intent_id: int) -> str:
-    """Return the keyset position just after this row: "<created_at in µs>-<id>"."""
+    """Return the newest-first position just after this row: "<created_at in µs>-<id>"."""
     return f"{(created_at - _EPOCH) // dt.timedelta(microseconds=1)}-{intent_id}"
 
 
-def decode_cursor(cursor: str) -> tuple[dt.datetime, int]:
-    match = _CURSOR.match(cursor)
-    if match is None:
-        raise InvalidFilter(f"the page position {cursor!r} is not one this console made")
-    created_at = _EPOCH + dt.timedelta(microseconds=int(match[1]))
-    return created_at, int(match[2])
+def _encode(position: Position) -> str:
+    if isinstance(position, PrefixPosition):
+        return f"p{position.intent_id}:{position.value}"
+    return encode_cursor(position.created_at, position.intent_id)
+
+
+def decode_cursor(cursor: str) -> Position:
+    """Read a position made by this module; InvalidFilter for anything else."""
+    if match := _NEWEST_CURSOR.match(cursor):
+        created_at = _EPOCH + dt.timedelta(microseconds=int(match[1]))
+        return NewestPosition(created_at, int(match[2]))
+    if match := _PREFIX_CURSOR.match(cursor):
+        return PrefixPosition(match[2], int(match[1]))
+    raise InvalidFilter(f"the page position {cursor!r} is not one this console made")
 
 
 def search_intents(
@@ -63,69 +88,72 @@ def search_intents(
     limit: int = PAGE_SIZE,
     now: dt.datetime | None = None,
 ) -> SearchPage:
-    """Return one page of matching intents, newest first, after the keyset position `after`.
-
-    Rows are ordered by (created_at, id). Each branch of the search (see
-    SearchFilters.branches) fetches one page in that order from its own index;
-    the page is the newest rows of their union.
-    """
+    """Return one page of matching intents after the keyset position `after`."""
     now = now or utcnow()
     dialect = dialect_of(session)
     if dialect == "postgresql":  # a generic plan cannot use an index for LIKE $1
         session.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
     conditions = filters.conditions(dialect, now, with_text=False)
-    position = []
-    if after:
-        after_created_at, after_id = decode_cursor(after)
-        position.append(Intent.created_at <= after_created_at)
-        position.append(tuple_(Intent.created_at, Intent.id) < tuple_(after_created_at, after_id))
-    found: dict[int, IntentRow] = {}
-    for branch in filters.branches(dialect):
-        rows = _branch_rows(session, conditions, position, branch, limit + 1)
-        found.update((row.id, row) for row in rows)
-    rows = sorted(found.values(), key=lambda row: (row.created_at, row.id), reverse=True)
-    last = rows[limit - 1] if len(rows) > limit else None
-    next_after = encode_cursor(last.created_at, last.id) if last else None
-    return SearchPage(rows=rows[:limit], next_after=next_after)
+    position = decode_cursor(after) if after else None
+    if filters.q:
+        found = _text_search(session, filters.q, conditions, position, limit + 1)
+    else:
+        if isinstance(position, PrefixPosition):
+            raise InvalidFilter("that page position belongs to a search with text")
+        found = _newest_first(session, _filter_branches(filters), conditions, position, limit + 1)
+    next_after = _encode(found[limit - 1][1]) if len(found) > limit else None
+    return SearchPage([IntentRow(*row) for row, _ in found[:limit]], next_after)
 
 
-def _branch_rows(
-    session: Session, conditions: list, position: list, branch: Branch, limit: int
-) -> list[IntentRow]:
-    """The newest `limit` rows of one branch.
+def _filter_branches(filters: SearchFilters) -> list[list[ColumnElement[bool]]]:
+    """A status without a lane: one query per lane, each on the (status, lane, created_at) index."""
+    if filters.status and not filters.lane:
+        return [[Intent.lane == lane] for lane in LANES]
+    return [[]]
 
-    A prefix may match most rows or a few: first look for a page among the
-    RECENT_WINDOW newest intents (walking the created_at index); failing that,
-    read every match through the prefixes' indexes and sort them (ordering by
-    an unindexed created_at keeps the planner from walking created_at through
-    matches clustered far in the past).
-    """
-    columns = [getattr(Intent, field.name) for field in dataclasses.fields(IntentRow)]
-    newest = (Intent.created_at.desc(), Intent.id.desc())
-    if branch.may_be_broad:
-        # the row columns include every column the filters and the prefixes test
-        recent = select(*columns).where(*position).order_by(*newest).limit(RECENT_WINDOW)
-        window = recent.subquery()
-        query = (
-            select(window)
-            .where(*_adapt(window, [*conditions, *branch.conditions]))
-            .order_by(window.c.created_at.desc(), window.c.id.desc())
-            .limit(limit)
+
+def _text_search(
+    session: Session,
+    q: str,
+    conditions: list[ColumnElement[bool]],
+    position: Position | None,
+    limit: int,
+) -> list[tuple]:
+    """The exact lookups newest first, then the prefix matches that are not exact ones."""
+    exact = exact_matches(q)
+    found: list[tuple] = []
+    if not isinstance(position, PrefixPosition):
+        branches = [[match] for match in exact]
+        found = _newest_first(session, branches, conditions, position, limit)
+        if len(found) >= limit:
+            return found
+        position = None
+    not_exact = not_(func.coalesce(or_(*exact), false()))
+    rows = prefix_rows(
+        session, ROW_COLUMNS, q, [*conditions, not_exact], position, limit - len(found)
+    )
+    return found + [(row, PrefixPosition(sort_value(row, q), row.id)) for row in rows]
+
+
+def _newest_first(
+    session: Session,
+    branches: list[list[ColumnElement[bool]]],
+    conditions: list[ColumnElement[bool]],
+    position: NewestPosition | None,
+    limit: int,
+) -> list[tuple]:
+    """The newest `limit` rows of the branches' union, each read in (created_at, id) order."""
+    older = []
+    if position is not None:
+        older.append(Intent.created_at <= position.created_at)
+        older.append(
+            tuple_(Intent.created_at, Intent.id) < tuple_(position.created_at, position.intent_id)
         )
-        rows = [IntentRow(*row) for row in session.execute(query)]
-        if len(rows) == limit:
-            return rows
-        newest = (_without_index(Intent.created_at).desc(), Intent.id.desc())
-    query = select(*columns).where(*conditions, *position, *branch.conditions)
-    return [IntentRow(*row) for row in session.execute(query.order_by(*newest).limit(limit))]
-
-
-def _without_index(expression: Any) -> Any:
-    """The same value, out of reach of any index (coalesce(x, x) is x)."""
-    return func.coalesce(expression, expression)
-
-
-def _adapt(subquery: Any, conditions: list) -> list:
-    """Rewrite conditions on email_intent to refer to the same columns of `subquery`."""
-    adapter = ClauseAdapter(subquery)
-    return [adapter.traverse(condition) for condition in conditions]
+    newest = (Intent.created_at.desc(), Intent.id.desc())
+    found = {}
+    for branch in branches:
+        query = select(*ROW_COLUMNS).where(*conditions, *older, *branch)
+        for row in session.execute(query.order_by(*newest).limit(limit)):
+            found[row.id] = row
+    rows = sorted(found.values(), key=lambda row: (row.created_at, row.id), reverse=True)
+    return [(row, NewestPosition(row.created_at, row.id)) for row in rows[:limit]]

@@ -76,43 +76,18 @@ class SearchFilters:
             conditions.extend(age_conditions(self.age, now))
         return conditions
 
-    def branches(self, dialect: str) -> list[Branch]:
-        """Split the search into queries whose union is the whole, each served by one index.
-
-        The search box is an OR of lookups (event, key, recipient, ...): one query
-        per lookup. A status without a lane: one query per lane, on the
-        (status, lane, created_at) index. Otherwise a single query.
-        """
-        if self.q:
-            return _text_branches(self.q, dialect)
-        if self.status and not self.lane:
-            return [Branch([Intent.lane == lane]) for lane in LANES]
-        return [Branch([])]
-
-
-@dataclasses.dataclass(frozen=True)
-class Branch:
-    """One query of a search; `may_be_broad` for a prefix that can match most rows."""
-
-    conditions: list[ColumnElement[bool]]
-    may_be_broad: bool = False
-
 
 PREFIX_COLUMNS = (Intent.event, Intent.idempotency_key)
-
-
-def _text_branches(q: str, dialect: str) -> list[Branch]:
-    prefixes = or_(*(prefix_match(column, q, dialect) for column in PREFIX_COLUMNS))
-    return [Branch([prefixes], may_be_broad=True)] + [Branch([m]) for m in _exact_matches(q)]
 
 
 def _text_matches(q: str, dialect: str) -> list[ColumnElement[bool]]:
     """The one search box: event or key prefix, recipient, Message-ID, provider id, #id."""
     prefixes = [prefix_match(column, q, dialect) for column in PREFIX_COLUMNS]
-    return prefixes + _exact_matches(q)
+    return prefixes + exact_matches(q)
 
 
-def _exact_matches(q: str) -> list[ColumnElement[bool]]:
+def exact_matches(q: str) -> list[ColumnElement[bool]]:
+    """The lookups of the search box that must match whole: recipient, Message-ID, ids."""
     matches = [Intent.provider_message_id == q]
     if "@" in q:
         local, _, domain = q.rpartition("@")
@@ -126,6 +101,7 @@ def _exact_matches(q: str) -> list[ColumnElement[bool]]:
 
 
 def age_conditions(age: str, now: dt.datetime) -> list[ColumnElement[bool]]:
+    """Conditions on created_at for an age bucket of SEARCH_AGES."""
     _, youngest_seconds, oldest_seconds = SEARCH_AGES[age]
     conditions = [Intent.created_at <= now - dt.timedelta(seconds=youngest_seconds)]
     if oldest_seconds is not None:
