@@ -14,18 +14,18 @@ from urllib.parse import unquote
 
 from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import event as sa_event
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from console import wakeup
 from console.config import Settings
-from console.models import LANES, PENDING, SUPPRESSED, Intent, Suppression, utcnow
+from console.models import LANES, PENDING, Intent, Suppression, utcnow
 from console.render import TemplateCatalog, TemplateError, default_catalog
+from console.store.intent_insert import insert_intent_once
 
 MAX_KEY_LENGTH = 255
 MAX_EVENT_LENGTH = 255
 _WAKE_FLAG = "console.outbox.wake"
-NOTIFY_CHANNEL = "console_outbox"  # PostgreSQL LISTEN/NOTIFY channel of due mail
 _LINE_BREAKS = re.compile(r"[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _ENCODED_BREAK = re.compile(r"%0[ad]|=0[ad]|&#(?:x0*[ad]|0*1[03]);|\\[rn]", re.IGNORECASE)
 
@@ -136,27 +136,11 @@ def _existing(session: Session, key: str) -> Intent | None:
 
 
 def _insert_once(session: Session, values: dict[str, Any]) -> Intent:
-    """INSERT ... ON CONFLICT (idempotency_key) DO NOTHING RETURNING, else the existing row.
-
-    A concurrent transaction inserting the same key makes this statement wait
-    for it; if it commits, ours inserts nothing and the SELECT sees its row.
-    """
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    statement = (
-        insert(Intent)
-        .values(**values)
-        .on_conflict_do_nothing(index_elements=["idempotency_key"])
-        .returning(Intent)
-    )
-    inserted = session.execute(statement).scalar_one_or_none()
+    """Store the intent in one statement, or return the row that already holds the key."""
+    inserted = insert_intent_once(session, values)
     if inserted is not None:
-        session.info[_WAKE_FLAG] = session.info.get(_WAKE_FLAG, False) or (
-            values["status"] == PENDING
-        )
+        if inserted.status == PENDING:
+            session.info[_WAKE_FLAG] = True
         return inserted
     existing = _existing(session, values["idempotency_key"])
     assert existing is not None, "the conflicting row is committed and visible"
@@ -201,7 +185,6 @@ def enqueue(
     purpose = _check_short_text("purpose", purpose, 100)
     locale = _check_short_text("locale", locale, 35)
 
-    suppressed = is_suppressed(session, recipient)
     intent = _insert_once(
         session,
         dict(
@@ -212,8 +195,6 @@ def enqueue(
             template=settings.name,
             template_version=version,
             params=params,
-            status=SUPPRESSED if suppressed else PENDING,
-            status_reason="recipient is on the suppression list" if suppressed else None,
             lane=lane or settings.lane,
             purpose=purpose,
             locale=locale,
@@ -225,13 +206,6 @@ def enqueue(
         ),
     )
     return intent
-
-
-@sa_event.listens_for(Session, "before_commit")
-def _notify_other_processes(session: Session) -> None:
-    """On PostgreSQL, NOTIFY the listening workers; delivered only if the commit succeeds."""
-    if session.info.get(_WAKE_FLAG) and session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL})
 
 
 @sa_event.listens_for(Session, "after_commit")

@@ -154,3 +154,31 @@ def test_bad_input_raises_and_stores_nothing(session_factory, label, override):
         enqueue(session, key="good", **LOGIN)
         session.commit()
     assert count_intents(session_factory) == 1
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_enqueue_notifies_other_processes_only_on_commit(db_url, session_factory):
+    import psycopg
+
+    from console.store.intent_insert import NOTIFY_CHANNEL
+
+    dsn = db_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn, autocommit=True) as listener:
+        listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+
+        def notifications() -> int:
+            return len(list(listener.notifies(timeout=0.3, stop_after=1)))
+
+        with session_factory() as session:
+            enqueue(session, key="rolled-back", **LOGIN)
+            session.rollback()
+        assert notifications() == 0
+        with session_factory() as session:
+            enqueue(session, key="committed", **LOGIN)
+            assert notifications() == 0, "nothing is announced before the commit"
+            session.commit()
+        assert notifications() == 1
+        with session_factory() as session:
+            enqueue(session, key="committed", **LOGIN)  # the key is taken: nothing new
+            session.commit()
+        assert notifications() == 0
