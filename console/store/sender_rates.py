@@ -3,16 +3,18 @@
 A rate over a window is the intents that bounced permanently (or drew a
 complaint) in the window divided by the intents submitted in it. Each figure is
 one range count on a timestamp index: ``ix_email_intent_submitted_at`` and the
-partial indexes of bounced and complained intents.
+partial indexes of bounced and complained intents. The dashboard shows them
+through CachedRates, so polling does not recount a week of mail every time.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import threading
 from typing import Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from console.events import PERMANENT
@@ -22,6 +24,7 @@ BOUNCE = "bounce"
 COMPLAINT = "complaint"
 # providers want bounces under 2 % and complaints under 0.3 % of the mail sent
 LIMIT_BASIS_POINTS = {BOUNCE: 200, COMPLAINT: 30}
+RATES_MAX_AGE_SECONDS = 60.0  # how long a process shows the rates it counted
 # name -> (label, span)
 RATE_WINDOWS: dict[str, tuple[str, dt.timedelta]] = {
     "24h": ("last 24 h", dt.timedelta(hours=24)),
@@ -73,7 +76,46 @@ def sender_rates(session: Session, now: dt.datetime) -> dict[tuple[str, str], Se
 def _window_counts(
     session: Session, column: Any, conditions: list, starts: dict[str, dt.datetime]
 ) -> dict[str, int]:
-    """Count rows whose `column` falls in each window, in one scan of the widest range."""
-    per_window = [func.count(case((column >= start, 1))) for start in starts.values()]
-    query = select(*per_window).where(column >= min(starts.values()), *conditions)
-    return dict(zip(starts, session.execute(query).one(), strict=True))
+    """Count rows whose `column` falls in each window: one plain range count each.
+
+    A bare count(*) over a range is what both databases count fastest from an
+    index alone (SQLite's count(*) is five times a count of a CASE).
+    """
+    counts = {}
+    for window, start in starts.items():
+        query = select(func.count()).where(column >= start, *conditions)
+        counts[window] = session.execute(query).scalar_one()
+    return counts
+
+
+class CachedRates:
+    """The rates of one process, recounted at most every `max_age_seconds`.
+
+    They move over hours, while every open dashboard asks every few seconds;
+    each recount reads a week of submitted intents from the index.
+    """
+
+    def __init__(self, max_age_seconds: float = RATES_MAX_AGE_SECONDS) -> None:
+        self.max_age_seconds = max_age_seconds
+        self._lock = threading.Lock()
+        self._counted_at: dt.datetime | None = None
+        self._rates: dict[tuple[str, str], SenderRate] = {}
+
+    def get(self, session: Session, now: dt.datetime) -> dict[tuple[str, str], SenderRate]:
+        """The rates counted at most `max_age_seconds` before `now` (counted now if older)."""
+        with self._lock:
+            if not self._fresh(now):
+                self._rates = sender_rates(session, now)
+                self._counted_at = now
+            return self._rates
+
+    def forget(self) -> None:
+        """Drop the counted rates: the next get counts them again."""
+        with self._lock:
+            self._counted_at = None
+
+    def _fresh(self, now: dt.datetime) -> bool:
+        if self._counted_at is None:
+            return False
+        age_seconds = (now - self._counted_at).total_seconds()
+        return 0 <= age_seconds < self.max_age_seconds

@@ -21,6 +21,7 @@ REFRESH_SECONDS = 5  # Flask config DASHBOARD_REFRESH_SECONDS overrides it
 WORKER_STALE_MIN_SECONDS = 60.0
 # firing conditions the banner already shows with their counts and links
 SHOWN_BY_COUNTS = (alert_conditions.DEAD_LETTER, alert_conditions.AMBIGUOUS_WAITING)
+RATES_EXTENSION = "console.sender_rates"  # the process's CachedRates
 CHART_WIDTH = 600
 CHART_HEIGHT = 120
 
@@ -101,7 +102,8 @@ def chart_shapes(bars: list[dashboard_queries.ChartBar]) -> tuple[list[ChartBarS
 @bp.get("/")
 @role_required("viewer")
 def index():
-    snapshot = dashboard_queries.dashboard(db.session)
+    rates = current_app.extensions[RATES_EXTENSION]
+    snapshot = dashboard_queries.dashboard(db.session, rates=rates)
     stale_after = worker_stale_after_seconds(current_settings().poll_seconds)
     shapes, peak = chart_shapes(snapshot.chart)
     firing = alert_conditions.firing_alerts(db.session)
@@ -122,6 +124,7 @@ def index():
         rate_limits=sender_rates.LIMIT_BASIS_POINTS,
         rate_kinds={sender_rates.BOUNCE: "permanent bounces", sender_rates.COMPLAINT: "complaints"},
         rates_over_limit=any(rate.over_limit for rate in snapshot.sender_rates.values()),
+        rates_max_age_seconds=rates.max_age_seconds,
         refresh_seconds=current_app.config.get("DASHBOARD_REFRESH_SECONDS", REFRESH_SECONDS),
     )
     if request.htmx:
@@ -175,4 +178,5 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(format_timestamp, "ts")
     app.add_template_filter(format_percent, "percent")
     app.add_template_filter(format_basis_points, "basis_points")
+    app.extensions[RATES_EXTENSION] = sender_rates.CachedRates()
     app.register_blueprint(bp)
