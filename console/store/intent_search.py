@@ -13,7 +13,7 @@ import dataclasses
 import datetime as dt
 import re
 
-from sqlalchemy import ColumnElement, false, func, not_, or_, select, text, tuple_
+from sqlalchemy import ColumnElement, Row, false, func, not_, or_, select, text, tuple_
 from sqlalchemy.orm import Session
 
 from console.models import LANES, Intent, utcnow
@@ -54,6 +54,7 @@ class NewestPosition:
 
 
 Position = NewestPosition | PrefixPosition
+Found = list[tuple[Row, Position]]  # rows with the position just after each
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _NEWEST_CURSOR = re.compile(r"^(\d{1,20})-(\d{1,19})$")
 _PREFIX_CURSOR = re.compile(r"^p(\d{1,19}):(.{1,320})$", re.DOTALL)
@@ -118,10 +119,10 @@ def _text_search(
     conditions: list[ColumnElement[bool]],
     position: Position | None,
     limit: int,
-) -> list[tuple]:
+) -> Found:
     """The exact lookups newest first, then the prefix matches that are not exact ones."""
     exact = exact_matches(q)
-    found: list[tuple] = []
+    found: Found = []
     if not isinstance(position, PrefixPosition):
         branches = [[match] for match in exact]
         found = _newest_first(session, branches, conditions, position, limit)
@@ -141,7 +142,7 @@ def _newest_first(
     conditions: list[ColumnElement[bool]],
     position: NewestPosition | None,
     limit: int,
-) -> list[tuple]:
+) -> Found:
     """The newest `limit` rows of the branches' union, each read in (created_at, id) order."""
     older = []
     if position is not None:
