@@ -12,31 +12,23 @@ import dataclasses
 import re
 from collections.abc import Mapping
 
+from console.core.classify_http import classify_http
+from console.core.outcomes import (  # noqa: F401 - re-exported for callers of this module
+    ACCEPTED,
+    AMBIGUOUS,
+    OUTCOMES,
+    PERMANENT,
+    TRANSIENT,
+    Classification,
+)
 from console.transports.base import CONNECTING, SendResult, handed_over
 
-ACCEPTED = "accepted"
-TRANSIENT = "transient"
-PERMANENT = "permanent"
-AMBIGUOUS = "ambiguous"
-OUTCOMES = (ACCEPTED, TRANSIENT, PERMANENT, AMBIGUOUS)
 OVERRIDABLE_OUTCOMES = (TRANSIENT, PERMANENT)
 
 RENDER_ERROR = "RenderError"  # error_type of a message that could not be built
-HTTP_TRANSIENT_CODES = frozenset({429, 502, 503, 504})
-HTTP_ALERT_CODES = frozenset({401, 403})
 
 _ENHANCED_STATUS = re.compile(r"^([245])\.(\d{1,3})\.(\d{1,3})(?=\s|$)")
 _REASON_TEXT_LIMIT = 200
-
-
-@dataclasses.dataclass(frozen=True)
-class Classification:
-    """The outcome of one attempt, with a short reason fit for the timeline."""
-
-    outcome: str
-    reason: str
-    alert: bool = False  # a configuration problem, not the recipient's: tell an operator
-    retry_after_seconds: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +78,7 @@ def classify(result: SendResult, overrides: Overrides = NO_OVERRIDES) -> Classif
     if result.error_type == RENDER_ERROR:
         return Classification(PERMANENT, _reason("message could not be built", result))
     if result.protocol == "http":
-        return _classify_http(result)
+        return classify_http(result)
     return _classify_smtp(result, overrides)
 
 
@@ -113,32 +105,6 @@ def _classify_smtp(result: SendResult, overrides: Overrides) -> Classification:
     if 500 <= code < 600:
         return Classification(PERMANENT, _reason("permanent failure", result))
     return Classification(AMBIGUOUS, _reason("unexpected reply", result))
-
-
-def _classify_http(result: SendResult) -> Classification:
-    code = result.code
-    retry_after = result.retry_after_seconds
-    if code is None:
-        if not handed_over(result.stage):
-            return Classification(TRANSIENT, _reason("request was not sent", result))
-        return _unknown_http_outcome(result, "no complete response")
-    if 200 <= code < 300:
-        return Classification(ACCEPTED, _reason("accepted", result))
-    if code in HTTP_TRANSIENT_CODES:
-        return Classification(TRANSIENT, _reason("provider busy", result), False, retry_after)
-    if 400 <= code < 500:
-        alert = code in HTTP_ALERT_CODES
-        return Classification(PERMANENT, _reason("request refused", result), alert)
-    if code >= 500:
-        return _unknown_http_outcome(result, "provider error")
-    return Classification(PERMANENT, _reason("unexpected response", result), alert=True)
-
-
-def _unknown_http_outcome(result: SendResult, what: str) -> Classification:
-    if result.idempotency_honoured:
-        reason = _reason(f"{what}; the idempotency key makes a retry safe", result)
-        return Classification(TRANSIENT, reason, False, result.retry_after_seconds)
-    return Classification(AMBIGUOUS, _reason(what, result))
 
 
 def _reason(summary: str, result: SendResult) -> str:

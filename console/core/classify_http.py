@@ -16,7 +16,7 @@ Pure: no IO, nothing from Flask or the database.
 
 from __future__ import annotations
 
-from console.core.classify import ACCEPTED, AMBIGUOUS, PERMANENT, TRANSIENT, Classification
+from console.core.outcomes import ACCEPTED, AMBIGUOUS, PERMANENT, TRANSIENT, Classification
 from console.transports.base import SendResult, handed_over
 
 DEFAULT_IDEMPOTENCY_WINDOW_SECONDS = 24 * 3600.0
@@ -37,16 +37,23 @@ def retry_is_deduplicated(
 def classify_http(
     result: SendResult,
     *,
-    intent_age_seconds: float,
+    intent_age_seconds: float | None = None,
     idempotency_window_seconds: float = DEFAULT_IDEMPOTENCY_WINDOW_SECONDS,
 ) -> Classification:
-    """Return the outcome of one HTTP provider request."""
+    """Return the outcome of one HTTP provider request.
+
+    The HTTP transport sets ``result.idempotency_honoured`` only when the intent is
+    inside the provider's window, so the worker passes no age; given
+    `intent_age_seconds`, the window is judged here instead.
+    """
     code = result.code
-    retry_safe = retry_is_deduplicated(
-        key_honoured=result.idempotency_honoured,
-        intent_age_seconds=intent_age_seconds,
-        idempotency_window_seconds=idempotency_window_seconds,
-    )
+    retry_safe = result.idempotency_honoured
+    if intent_age_seconds is not None:
+        retry_safe = retry_is_deduplicated(
+            key_honoured=result.idempotency_honoured,
+            intent_age_seconds=intent_age_seconds,
+            idempotency_window_seconds=idempotency_window_seconds,
+        )
     if code is None and not handed_over(result.stage):
         return _transient("the request was not sent", result)
     if code is None or (code >= 500 and code not in TRANSIENT_STATUSES):
