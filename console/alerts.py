@@ -47,6 +47,7 @@ from console.models import (
 )
 from console.outbox import enqueue
 from console.render import TemplateCatalog, default_catalog
+from console.store.sender_rates import sender_rates
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ AMBIGUOUS_WAITING = "ambiguous_waiting"
 PENDING_AGE = "pending_age"
 BREAKER_OPEN = "breaker_open"
 PROVIDER_AUTH = "provider_auth"
+SENDER_RATE = "sender_rate"
 AUTH_FAILURE_CODES = (401, 403, 530, 535)
 ALERT_TEMPLATE = "ops-alert"
 WEBHOOK_RETRY_SECONDS = 60.0
@@ -197,7 +199,31 @@ def provider_auth_failures(
     return [Condition(PROVIDER_AUTH, summary, {"count": count, "code": code})]
 
 
-CHECKS = (dead_letters, ambiguous_waiting, breakers_open, provider_auth_failures)
+def sender_rates_over_limit(
+    session: Session, settings: Settings, now: dt.datetime
+) -> list[Condition]:
+    """Permanent bounces or complaints at or over the limits mailbox providers enforce."""
+    found = []
+    for (kind, window), rate in sorted(sender_rates(session, now).items()):
+        if not rate.over_limit:
+            continue
+        summary = (
+            f"{kind} rate over the {window} window is {rate.count}/{rate.submitted} "
+            f"(limit {rate.limit_basis_points / 100:g} %)"
+        )
+        details = {"kind": kind, "window": window, "count": rate.count,
+                   "submitted": rate.submitted}  # fmt: skip
+        found.append(Condition(f"{SENDER_RATE}:{kind}:{window}", summary, details))
+    return found
+
+
+CHECKS = (
+    dead_letters,
+    ambiguous_waiting,
+    breakers_open,
+    provider_auth_failures,
+    sender_rates_over_limit,
+)
 
 
 def active_conditions(

@@ -313,3 +313,32 @@ def test_background_jobs_check_alerts_and_run_retention(sqlite_url, tmp_path):
     finally:
         jobs.shutdown()
         engine.dispose()
+
+
+def test_bounce_and_complaint_rates_over_the_limit_alert(session_factory, tmp_path):
+    settings = settings_for(tmp_path)
+    recent = NOW - dt.timedelta(hours=1)
+    with session_factory() as session:
+        for _ in range(98):
+            add_intent(session, "submitted", submitted_at=recent)
+        add_intent(session, "submitted", submitted_at=recent, complained_at=recent)
+        session.commit()
+    report = alerts.run_alert_cycle(session_factory, settings, now=NOW)
+    # 1 complaint in 99 sent is over 0.3 %; no bounce yet
+    assert sorted(report.fired) == ["sender_rate:complaint:24h", "sender_rate:complaint:7d"]
+    with session_factory() as session:
+        bounced = dict(submitted_at=recent, bounced_at=recent, bounce_type="permanent")
+        add_intent(session, "submitted", **bounced)
+        add_intent(session, "submitted", **bounced)
+        session.commit()
+    report = alerts.run_alert_cycle(session_factory, settings, now=NOW)
+    # 2 bounces in 101 sent is under 2 %: nothing new
+    assert report.fired == []
+    with session_factory() as session:
+        add_intent(session, "submitted", **bounced)
+        session.commit()
+    report = alerts.run_alert_cycle(session_factory, settings, now=NOW)
+    assert sorted(report.fired) == ["sender_rate:bounce:24h", "sender_rate:bounce:7d"]
+    a_day_later = NOW + dt.timedelta(hours=24)
+    report = alerts.run_alert_cycle(session_factory, settings, now=a_day_later)
+    assert sorted(report.cleared) == ["sender_rate:bounce:24h", "sender_rate:complaint:24h"]
