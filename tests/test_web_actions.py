@@ -96,6 +96,16 @@ def test_requeue_is_refused_from_other_statuses_and_while_a_lease_is_live(
     assert audit_entries(app) == []
 
 
+def test_requeue_is_refused_once_retention_removed_the_params(app, console_client, add_intent):
+    client = console_client("operator")
+    intent_id = add_intent("failed", params=None, params_scrubbed_at=utcnow())
+    response = post(client, f"/intents/{intent_id}/requeue", reason="try again")
+    assert response.status_code == 422
+    assert "removed by retention" in response.text
+    assert intent_row(app, intent_id).status == "failed"
+    assert audit_entries(app) == []
+
+
 def test_an_action_without_a_reason_changes_nothing(app, console_client, add_intent):
     client = console_client("operator")
     intent_id = add_intent("failed")

@@ -69,6 +69,7 @@ def load_intent(
             Intent.provider_message_id,
             Intent.template,
             Intent.created_at,
+            Intent.params_scrubbed_at,
         ).where(Intent.id == intent_id)
     ).one_or_none()
     if row is None:

@@ -64,6 +64,11 @@ def requeue(
     reason = required_reason(reason)
     row = load_intent(session, intent_id, expected_status, now)
     refuse_unless(row, REQUEUEABLE_STATUSES, "requeue")
+    if row.params_scrubbed_at is not None:
+        raise ActionRefused(
+            f"cannot requeue intent {row.id}: its params were removed by retention "
+            f"on {row.params_scrubbed_at:%Y-%m-%d}; enqueue the mail again with a new key"
+        )
     values = due_now_values(now, f"requeued by {actor}")
     details = {}
     if row.expires_at is not None:
