@@ -376,6 +376,24 @@ def test_bulk_requeue_previews_then_acts_once_after_confirmation(app, console_cl
     assert len(audit_entries(app, action="requeue")) == 4, "the second submit acts on nothing"
 
 
+def test_bulk_requeue_skips_intents_whose_params_retention_removed(app, console_client, add_intent):
+    client = console_client("operator")
+    kept = add_intent("failed", event="campaign:1")
+    scrubbed = add_intent("dead", event="campaign:2", params=None, params_scrubbed_at=utcnow())
+    preview = client.get("/intents/bulk?action=requeue&q=campaign")
+    assert "requeues 1; 1 with params removed by retention skipped" in preview.text
+    form = dict(
+        action="requeue",
+        q="campaign",
+        max_id=str(scrubbed),
+        previewed_at=utcnow().isoformat(),
+        reason="relay was down",
+    )
+    assert post(client, "/intents/bulk", **form).status_code == 303
+    assert intent_row(app, kept).status == "pending"
+    assert intent_row(app, scrubbed).status == "dead"
+
+
 def test_bulk_dead_letter_over_a_status_filter(app, console_client, add_intent):
     client = console_client("operator")
     pending = [add_intent("pending", lane="bulk") for _ in range(3)]

@@ -48,6 +48,7 @@ class BulkPreview:
     max_id: int
     previewed_at: dt.datetime
     limit: int = BULK_LIMIT
+    scrubbed_skipped: int = 0  # params removed by retention: nothing left to render
 
     @property
     def will_act(self) -> int:
@@ -61,9 +62,14 @@ class BulkPreview:
             parts.append(f"{self.eligible - self.limit} more left for another run")
         if self.suppressed_skipped:
             parts.append(f"{self.suppressed_skipped} suppressed recipients skipped")
+        if self.scrubbed_skipped:
+            parts.append(f"{self.scrubbed_skipped} with params removed by retention skipped")
         for status, count in sorted(self.skipped_by_status.items()):
             parts.append(f"{count} {_SKIP_WORDS.get(status, status)}")
         return "; ".join(parts)
+
+
+_SCRUBBED = Intent.params_scrubbed_at.is_not(None)
 
 
 def _bulk_conditions(
@@ -93,20 +99,23 @@ def preview_bulk(
             .group_by(Intent.status)
         ).all()
     )
-    suppressed_skipped = 0
+    suppressed_skipped = scrubbed_skipped = 0
     if action == "requeue":
+        in_scope = (*conditions, Intent.id <= max_id, Intent.status.in_(allowed))
         suppressed_skipped = session.execute(
-            select(func.count()).where(
-                *conditions, Intent.id <= max_id, Intent.status.in_(allowed), suppressed
-            )
+            select(func.count()).where(*in_scope, suppressed)
+        ).scalar_one()
+        scrubbed_skipped = session.execute(
+            select(func.count()).where(*in_scope, ~suppressed, _SCRUBBED)
         ).scalar_one()
     in_allowed = sum(count for status, count in by_status.items() if status in allowed)
     return BulkPreview(
         action=action,
         filters=filters,
         matched=sum(by_status.values()),
-        eligible=in_allowed - suppressed_skipped,
+        eligible=in_allowed - suppressed_skipped - scrubbed_skipped,
         suppressed_skipped=suppressed_skipped,
+        scrubbed_skipped=scrubbed_skipped,
         skipped_by_status={s: c for s, c in by_status.items() if s not in allowed},
         max_id=max_id,
         previewed_at=now,
@@ -141,7 +150,7 @@ def apply_bulk(
         (Intent.updated_at.is_(None)) | (Intent.updated_at <= previewed_at),
     )
     if action == "requeue":
-        query = query.where(~suppressed)
+        query = query.where(~suppressed, ~_SCRUBBED)
     targets: dict[str, list[tuple[int, str]]] = {}
     for row in session.execute(query.order_by(Intent.id).limit(limit)):
         targets.setdefault(row.status, []).append((row.id, row.recipient))
