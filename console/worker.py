@@ -21,8 +21,6 @@ import signal
 import socket
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -55,6 +53,7 @@ from console.render import TemplateCatalog, TemplateError, default_catalog
 from console.serialize import serialize_message
 from console.store import claims as store
 from console.store.events import match_unmatched_events
+from console.store.serial_writes import SerialWrites
 from console.transports.base import (
     CLAIMED,
     DATA_SENT,
@@ -64,7 +63,8 @@ from console.transports.base import (
     Transport,
     handed_over,
 )
-from console.transports.smtp import SmtpTransport, envelope_address
+from console.transports.factory import make_transport
+from console.transports.smtp import envelope_address
 
 log = logging.getLogger(__name__)
 
@@ -124,47 +124,6 @@ class _Outcome:
     now: dt.datetime
 
 
-class _SerialWrites:
-    """The T2 records of a worker, in order, on one connection in a thread of their own.
-
-    A record's database round trip then overlaps the sending of the next email
-    instead of stopping the event loop. (The DATA_SENT mark is not queued here:
-    the body must wait for it anyway, so it is committed inline.)
-    """
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-writes")
-        self._connection: Connection | None = None
-
-    def submit(self, function: Callable[..., Any], *args: Any) -> asyncio.Future:
-        """Run ``function(connection, *args)`` after every write submitted before it."""
-        loop = asyncio.get_running_loop()
-        return loop.run_in_executor(self._executor, self._call, function, args)
-
-    def _call(self, function: Callable[..., Any], args: tuple) -> Any:
-        if self._connection is None:
-            self._connection = store.writer(self._engine)
-        try:
-            return function(self._connection, *args)
-        except BaseException:
-            self._close()  # rolls back; the next write starts on a fresh connection
-            raise
-
-    def _close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-
-    async def release_connection(self) -> None:
-        """Give the connection back to the pool between batches."""
-        await asyncio.get_running_loop().run_in_executor(self._executor, self._close)
-
-    def shutdown(self) -> None:
-        self._executor.submit(self._close).result()
-        self._executor.shutdown()
-
-
 def new_worker_id() -> str:
     """Return ``host:pid:random``, unique among every worker sharing the database."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
@@ -190,7 +149,7 @@ class Worker:
         if crash_at is not None and crash_at not in CRASH_POINTS:
             raise ValueError(f"unknown crash point {crash_at!r}: expected one of {CRASH_POINTS}")
         self.session_factory = session_factory
-        self._writes = _SerialWrites(session_factory.kw["bind"])
+        self._writes = SerialWrites(session_factory.kw["bind"])
         self._marks: Connection | None = None
         self.transport = transport
         self.settings = settings
@@ -493,24 +452,6 @@ class Worker:
         if self._crash_at == point:
             log.warning("CONSOLE_TEST_CRASH_AT=%s: killing this worker now", point)
             os.kill(os.getpid(), signal.SIGKILL)
-
-
-def make_transport(settings: Settings) -> Transport:
-    """The transport CONSOLE_TRANSPORT names: the SMTP relay or the HTTP provider."""
-    if settings.transport == "http":
-        from console.transports.http import HttpTransport
-
-        return HttpTransport(
-            settings.http_provider_url,
-            settings.http_provider_key or "",
-            timeout_seconds=settings.smtp_timeout_seconds,
-            idempotency_window_seconds=settings.http_idempotency_window_seconds,
-        )
-    return SmtpTransport(
-        settings.smtp_url,
-        connections=settings.smtp_connections,
-        timeout_seconds=settings.smtp_timeout_seconds,
-    )
 
 
 def _log_decision(

@@ -290,7 +290,7 @@ def test_window_is_configurable():
 
 def test_transport_is_chosen_by_settings(tmp_path):
     from console.config import ConfigError, load_settings
-    from console.worker import make_transport
+    from console.transports.factory import make_transport
 
     base = {"CONSOLE_DATABASE_URL": f"sqlite:///{tmp_path}/x.db", "CONSOLE_SECRET_KEY": "k"}
     http_env = {

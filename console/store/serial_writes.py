@@ -1,0 +1,53 @@
+"""The T2 writes of one worker, in order, on one connection in a thread of their own."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+
+from console.store import claims as store
+
+
+class SerialWrites:
+    """The T2 records of a worker, in order, on one connection in a thread of their own.
+
+    A record's database round trip then overlaps the sending of the next email
+    instead of stopping the event loop. (The DATA_SENT mark is not queued here:
+    the body must wait for it anyway, so it is committed inline.)
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-writes")
+        self._connection: Connection | None = None
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> asyncio.Future:
+        """Run ``function(connection, *args)`` after every write submitted before it."""
+        loop = asyncio.get_running_loop()
+        return loop.run_in_executor(self._executor, self._call, function, args)
+
+    def _call(self, function: Callable[..., Any], args: tuple) -> Any:
+        if self._connection is None:
+            self._connection = store.writer(self._engine)
+        try:
+            return function(self._connection, *args)
+        except BaseException:
+            self._close()  # rolls back; the next write starts on a fresh connection
+            raise
+
+    def _close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    async def release_connection(self) -> None:
+        """Give the connection back to the pool between batches."""
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._close)
+
+    def shutdown(self) -> None:
+        self._executor.submit(self._close).result()
+        self._executor.shutdown()
