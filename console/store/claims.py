@@ -104,20 +104,16 @@ _LEASE_INTENT = (
         updated_at=_when("b_now"),
     )
 )
-_CLOSE_UNSENT = (
-    update(_INTENT)
-    .where(_INTENT.c.id == bindparam("b_id"))
-    .values(
-        status=bindparam("b_status"),
-        status_reason=bindparam("b_reason"),
-        lease_token=None,
-        lease_expires_at=None,
-        updated_at=_when("b_now"),
-        next_attempt_at=_or_unchanged(
-            "b_next_attempt_at", _INTENT.c.next_attempt_at, UTCDateTime()
-        ),
-    )
+# An intent leaving `sending`: its new status and reason, the lease dropped.
+_LEASE_RELEASED = dict(
+    status=bindparam("b_status"),
+    status_reason=bindparam("b_reason"),
+    lease_token=None,
+    lease_expires_at=None,
+    updated_at=_when("b_now"),
+    next_attempt_at=_or_unchanged("b_next_attempt_at", _INTENT.c.next_attempt_at, UTCDateTime()),
 )
+_CLOSE_UNSENT = update(_INTENT).where(_INTENT.c.id == bindparam("b_id")).values(**_LEASE_RELEASED)
 # Rows come back in any order; each attempt's lease token is unique and maps them.
 _INSERT_ATTEMPTS = insert(_ATTEMPT).returning(_ATTEMPT.c.lease_token, _ATTEMPT.c.id)
 _MARK_DATA_SENT = (
@@ -134,14 +130,7 @@ _MOVE_LEASED_INTENT = (
         _INTENT.c.lease_token == bindparam("b_token"),
     )
     .values(
-        status=bindparam("b_status"),
-        status_reason=bindparam("b_reason"),
-        lease_token=None,
-        lease_expires_at=None,
-        updated_at=_when("b_now"),
-        next_attempt_at=_or_unchanged(
-            "b_next_attempt_at", _INTENT.c.next_attempt_at, UTCDateTime()
-        ),
+        **_LEASE_RELEASED,
         submitted_at=_or_unchanged("b_submitted_at", _INTENT.c.submitted_at, UTCDateTime()),
         provider_message_id=_or_unchanged(
             "b_submitted_provider_id", _INTENT.c.provider_message_id, String()
