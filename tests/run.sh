@@ -1,21 +1,33 @@
 #!/usr/bin/env bash
 # Install what the test suite needs on Debian (as root) and run all of it.
 # Extra arguments go to pytest, e.g. `bash tests/run.sh -k enqueue`.
+# Python packages go into .venv in the repository (Debian's system Python
+# refuses `pip install` outside a virtualenv: externally-managed-environment).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+VENV=.venv
 
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if [ ! -x "$VENV/bin/python" ] && ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
+    missing+=(python3-venv)  # `python3 -m venv` needs ensurepip, which Debian ships apart
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "installing with apt: ${missing[*]}"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test]'
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "creating $VENV"
+    python3 -m venv "$VENV"
+fi
 
-ruff check console tests
-ruff format --check console tests
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
 
-python3 -m pytest --durations=15 "$@"
+"$VENV/bin/ruff" check console tests
+"$VENV/bin/ruff" format --check console tests
+
+"$VENV/bin/python" -m pytest --durations=15 "$@"
