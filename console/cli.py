@@ -1,15 +1,44 @@
-"""The ``console`` command: a Flask CLI group around the app factory."""
+"""The ``console`` command: a Flask CLI group around the app factory, and its commands.
+
+``serve`` (web console with the embedded worker), ``worker`` (the send loop
+alone), ``db`` (Flask-Migrate), ``user create``, ``prune`` and ``demo``. Each
+command reads the settings the app was built with and hands them on: nothing
+below this module reaches for Flask's ``current_app``.
+"""
 
 from __future__ import annotations
 
-import click
-from flask.cli import FlaskGroup
+import logging
+import os
+import signal
+import sys
+import threading
 
-from console import create_app
-from console.demo import demo_command
-from console.retention import prune_command
-from console.runner import serve_command, worker_command
-from console.users import user_cli
+import click
+from flask import current_app
+from flask.cli import FlaskGroup, with_appcontext
+from sqlalchemy.orm import Session
+
+from console.app import create_app
+from console.config import Settings
+from console.ops.jobs import start_ops_jobs
+from console.ops.metrics import start_metrics_server
+from console.ops.retention import prune
+from console.store.accounts import UserError, create_user
+from console.vocabulary import ROLES
+from console.web.extensions import db
+from console.web.ops import SCHEDULER_EXTENSION
+from console.worker import pg_wakeup
+from console.worker.loop import Worker, run_loop
+from console.worker.scheduler_bridge import start_embedded_worker
+
+log = logging.getLogger(__name__)
+
+CRASH_VARIABLE = "CONSOLE_TEST_CRASH_AT"  # test-only: see console.worker.loop.CRASH_POINTS
+
+
+def _settings() -> Settings:
+    return current_app.extensions["console.settings"]
 
 
 @click.group(cls=FlaskGroup, create_app=create_app, add_version_option=False)
@@ -17,8 +46,122 @@ def main() -> None:
     """Operator console and worker for transactional email."""
 
 
-main.add_command(user_cli)
-main.add_command(prune_command)
-main.add_command(worker_command)
-main.add_command(serve_command)
-main.add_command(demo_command)
+@main.command("worker")
+@with_appcontext
+def worker_command() -> None:
+    """Send queued mail until SIGTERM or SIGINT, then record what is in flight and exit."""
+    settings = _settings()
+    worker = Worker.from_settings(settings, crash_at=os.environ.get(CRASH_VARIABLE) or None)
+    wake = threading.Event()
+
+    def stop(signum: int, frame: object) -> None:
+        log.info("stopping after the sends in flight", extra=dict(worker_id=worker.worker_id))
+        worker.request_stop()
+        wake.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    log.info("worker started", extra=dict(worker_id=worker.worker_id))
+    listener = pg_wakeup.listener_for(settings.database_url, on_notify=wake.set)
+    jobs = start_ops_jobs(settings)
+    metrics_server = start_metrics_server(settings, jobs.session_factory)
+    try:
+        run_loop(worker, poll_seconds=settings.poll_seconds, wake=wake)
+    finally:
+        _stop_quietly(listener)
+        if metrics_server is not None:
+            metrics_server.shutdown()
+        jobs.shutdown()
+        worker.close()
+    log.info("worker stopped", extra=dict(worker_id=worker.worker_id))
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM ends the web server like Ctrl-C: waitress finishes the requests in flight."""
+    raise KeyboardInterrupt
+
+
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=5000, show_default=True, type=int, help="Port to listen on.")
+@with_appcontext
+def serve_command(host: str, port: int) -> None:
+    """Serve the console (waitress) with the send loop running in the same process."""
+    import waitress
+
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    settings = _settings()
+    embedded = start_embedded_worker(settings)
+    app.extensions[SCHEDULER_EXTENSION] = embedded  # read by /healthz
+    listener = pg_wakeup.listener_for(settings.database_url)  # wakes `embedded` via wakeup
+    jobs = start_ops_jobs(settings)
+    server = waitress.create_server(app, host=host, port=port)
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    click.echo(f"console on http://{host}:{server.effective_port} (embedded worker running)")
+    try:
+        server.run()  # returns on SIGINT or SIGTERM, once the requests in flight are served
+    finally:
+        log.info("stopping the console")
+        server.close()
+        _stop_quietly(listener)
+        jobs.shutdown()
+        embedded.shutdown()
+
+
+def _stop_quietly(listener: pg_wakeup.NotifyListener | None) -> None:
+    if listener is not None:
+        listener.stop()
+
+
+@main.group("user")
+def user_cli() -> None:
+    """Manage operator accounts."""
+
+
+@user_cli.command("create")
+@click.argument("name")
+@click.option("--role", type=click.Choice(ROLES), required=True, help="What the user may do.")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@with_appcontext
+def create_user_command(name: str, role: str, password_stdin: bool) -> None:
+    """Create an operator account NAME."""
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    try:
+        create_user(db.session, name, password, role)
+        db.session.commit()
+    except UserError as exc:
+        db.session.rollback()
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"created {role} {name}")
+
+
+@main.command("prune")
+@click.option("--days", type=click.FloatRange(min=0, min_open=True), help="Retention period.")
+@click.option("--batch-size", type=click.IntRange(min=1), help="Rows per transaction.")
+@with_appcontext
+def prune_command(days: float | None, batch_size: int | None) -> None:
+    """Scrub params and trim replies/payloads of finished mail past the retention period."""
+    settings = _settings()
+    report = prune(
+        lambda: Session(db.engine),
+        retention_days=days or settings.retention_days,
+        batch_size=batch_size or settings.retention_batch_size,
+    )
+    click.echo(
+        f"scrubbed {report.intents_scrubbed} intents, trimmed {report.attempts_trimmed} "
+        f"attempt replies and {report.events_trimmed} event payloads "
+        f"in {report.batches} batches"
+    )
+
+
+def _register_demo() -> None:
+    from console.demo.command import demo_command
+
+    main.add_command(demo_command)
+
+
+_register_demo()

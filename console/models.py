@@ -29,24 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-PENDING = "pending"
-SENDING = "sending"
-SUBMITTED = "submitted"
-AMBIGUOUS = "ambiguous"
-FAILED = "failed"
-DEAD = "dead"
-EXPIRED = "expired"
-SUPPRESSED = "suppressed"
-CANCELLED = "cancelled"
-STATUSES = (PENDING, SENDING, SUBMITTED, AMBIGUOUS, FAILED, DEAD, EXPIRED, SUPPRESSED, CANCELLED)
-TERMINAL_STATUSES = (SUBMITTED, FAILED, DEAD, EXPIRED, SUPPRESSED, CANCELLED)
-REQUEUEABLE_STATUSES = (FAILED, DEAD, AMBIGUOUS, EXPIRED, CANCELLED)
-
-CRITICAL = "critical"
-BULK = "bulk"
-LANES = (CRITICAL, BULK)  # claim order: critical first
-
-ROLES = ("viewer", "operator", "admin")
+from console.vocabulary import BREAKER_STATES, BULK, LANES, PENDING, ROLES, STATUSES
 
 ID = BigInteger().with_variant(Integer, "sqlite")
 
@@ -335,8 +318,6 @@ Index(
     postgresql_where=ProviderEvent.payload.is_not(None),
     sqlite_where=ProviderEvent.payload.is_not(None),
 )
-
-BREAKER_STATES = ("closed", "open", "half_open")
 
 
 class AlertState(Base):

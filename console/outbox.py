@@ -17,11 +17,12 @@ from sqlalchemy import event as sa_event
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from console import wakeup
 from console.config import Settings
-from console.models import LANES, PENDING, Intent, Suppression, utcnow
-from console.render import TemplateCatalog, TemplateError, default_catalog
+from console.mail.render import TemplateCatalog, TemplateError, default_catalog
+from console.models import Intent, Suppression, utcnow
 from console.store.intent_insert import insert_intent_once
+from console.vocabulary import LANES, PENDING
+from console.worker import wakeup
 
 MAX_KEY_LENGTH = 255
 MAX_EVENT_LENGTH = 255

@@ -16,8 +16,8 @@ import warnings
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from console.database import make_engine, make_session_factory
-from tests import pgcluster
+from console.store.database import make_engine, make_session_factory
+from tests.support import pgcluster
 
 REQUIRE_POSTGRES = os.environ.get("CONSOLE_TEST_REQUIRE_POSTGRES") == "1"
 TEST_SECRET_KEY = "test-secret-key"
@@ -28,12 +28,12 @@ def migrate_to_head(url: str) -> None:
     """Run every migration against `url`, as ``console db upgrade`` does."""
     import flask_migrate
 
-    from console import create_app
+    from console.app import create_app
 
     app = create_app({"CONSOLE_DATABASE_URL": url, "CONSOLE_SECRET_KEY": TEST_SECRET_KEY})
     with app.app_context():
         flask_migrate.upgrade()
-        from console.extensions import db
+        from console.web.extensions import db
 
         db.engine.dispose()
 
@@ -118,14 +118,14 @@ def session(session_factory):
 @pytest.fixture
 def app(db_url):
     """The console app on the fresh database of this test."""
-    from console import create_app
+    from console.app import create_app
 
     app = create_app(
         {"CONSOLE_DATABASE_URL": db_url, "CONSOLE_SECRET_KEY": TEST_SECRET_KEY, "TESTING": True}
     )
     yield app
     with app.app_context():
-        from console.extensions import db
+        from console.web.extensions import db
 
         db.engine.dispose()
 
@@ -135,8 +135,8 @@ def console_user(app):
     """Create a console account; a cheap password hash keeps tests fast."""
     from werkzeug.security import generate_password_hash
 
-    from console.extensions import db
     from console.models import OperatorUser, utcnow
+    from console.web.extensions import db
 
     def create(username: str, role: str, password: str = "correct horse", active: bool = True):
         with app.app_context():
@@ -186,9 +186,9 @@ def add_intent(app):
     """Enqueue an intent, then give it `status` and any other column values; return its id."""
     import itertools
 
-    from console.extensions import db
     from console.models import Intent
     from console.outbox import enqueue
+    from console.web.extensions import db
 
     numbers = itertools.count(1)
 

@@ -22,11 +22,7 @@ import dataclasses
 import datetime as dt
 from collections import deque
 
-from console.core.classify import ACCEPTED
-
-CLOSED = "closed"
-OPEN = "open"
-HALF_OPEN = "half_open"
+from console.vocabulary import ACCEPTED, CLOSED, HALF_OPEN, OPEN
 
 # What a worker may do with a lane right now.
 NORMAL = "normal"  # claim as usual

@@ -13,15 +13,9 @@ import re
 from collections.abc import Mapping
 
 from console.core.classify_http import classify_http
-from console.core.outcomes import (  # noqa: F401 - re-exported for callers of this module
-    ACCEPTED,
-    AMBIGUOUS,
-    OUTCOMES,
-    PERMANENT,
-    TRANSIENT,
-    Classification,
-)
-from console.transports.base import CONNECTING, SendResult, handed_over
+from console.core.outcomes import Classification
+from console.core.send_result import SendResult, handed_over
+from console.vocabulary import ACCEPTED, AMBIGUOUS, CONNECTING, PERMANENT, TRANSIENT
 
 OVERRIDABLE_OUTCOMES = (TRANSIENT, PERMANENT)
 

@@ -16,8 +16,9 @@ Pure: no IO, nothing from Flask or the database.
 
 from __future__ import annotations
 
-from console.core.outcomes import ACCEPTED, AMBIGUOUS, PERMANENT, TRANSIENT, Classification
-from console.transports.base import SendResult, handed_over
+from console.core.outcomes import Classification
+from console.core.send_result import SendResult, handed_over
+from console.vocabulary import ACCEPTED, AMBIGUOUS, PERMANENT, TRANSIENT
 
 DEFAULT_IDEMPOTENCY_WINDOW_SECONDS = 24 * 3600.0
 TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})

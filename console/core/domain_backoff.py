@@ -15,7 +15,7 @@ import dataclasses
 import datetime as dt
 from collections import OrderedDict
 
-from console.core.classify import ACCEPTED, PERMANENT, TRANSIENT
+from console.vocabulary import ACCEPTED, PERMANENT, TRANSIENT
 
 MAX_TRACKED_DOMAINS = 10_000
 

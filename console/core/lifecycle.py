@@ -13,20 +13,22 @@ import random as _random
 from collections.abc import Callable
 
 from console.core.backoff import Backoff
-from console.core.classify import ACCEPTED, AMBIGUOUS, PERMANENT, TRANSIENT, Classification
-
-# The status vocabulary of console.models, repeated so the core imports no ORM.
-PENDING = "pending"
-SUBMITTED = "submitted"
-AMBIGUOUS_STATUS = "ambiguous"
-FAILED = "failed"
-DEAD = "dead"
-EXPIRED = "expired"
-SUPPRESSED = "suppressed"
-CANCELLED = "cancelled"
-
-HOLD = "hold"
-RESEND = "resend"
+from console.core.classify import Classification
+from console.vocabulary import (
+    ACCEPTED,
+    AMBIGUOUS,
+    CANCELLED,
+    DEAD,
+    EXPIRED,
+    FAILED,
+    HOLD,
+    PENDING,
+    PERMANENT,
+    RESEND,
+    SUBMITTED,
+    SUPPRESSED,
+    TRANSIENT,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +110,7 @@ def decide_after_attempt(
     if outcome == PERMANENT:
         return Decision(FAILED, reason, alert=classification.alert)
     if outcome == AMBIGUOUS and facts.rules.ambiguity_policy != RESEND:
-        return Decision(AMBIGUOUS_STATUS, reason, alert=classification.alert)
+        return Decision(AMBIGUOUS, reason, alert=classification.alert)
     if outcome not in (TRANSIENT, AMBIGUOUS):
         raise ValueError(f"unknown outcome {outcome!r}")
     return _retry_or_give_up(classification, facts, now, policy, random)

@@ -4,12 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 
-ACCEPTED = "accepted"
-TRANSIENT = "transient"
-PERMANENT = "permanent"
-AMBIGUOUS = "ambiguous"
-OUTCOMES = (ACCEPTED, TRANSIENT, PERMANENT, AMBIGUOUS)
-
 
 @dataclasses.dataclass(frozen=True)
 class Classification:

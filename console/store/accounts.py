@@ -6,11 +6,46 @@ import datetime as dt
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
+from werkzeug.security import check_password_hash, generate_password_hash
 
 from console.models import OperatorUser, utcnow
 from console.store.actions import ActionRefused, StaleAction
 from console.store.audit import audit_values, write_audit
-from console.users import create_user
+from console.vocabulary import ROLES
+
+MIN_PASSWORD_LENGTH = 8
+
+
+class UserError(ValueError):
+    """The account cannot be created or changed as asked."""
+
+
+def create_user(session: Session, username: str, password: str, role: str) -> OperatorUser:
+    """Add an operator with a scrypt-hashed password to `session` (no commit)."""
+    username = username.strip()
+    if not username or len(username) > 100:
+        raise UserError("username must be 1 to 100 characters")
+    if role not in ROLES:
+        raise UserError(f"role must be one of {', '.join(ROLES)}")
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise UserError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
+    exists = session.execute(select(OperatorUser.id).where(OperatorUser.username == username))
+    if exists.first() is not None:
+        raise UserError(f"user {username!r} already exists")
+    user = OperatorUser(
+        username=username,
+        password_hash=generate_password_hash(password),
+        role=role,
+        active=True,
+        created_at=utcnow(),
+    )
+    session.add(user)
+    return user
+
+
+def verify_password(user: OperatorUser, password: str) -> bool:
+    """Return whether `password` matches the stored hash of `user`."""
+    return check_password_hash(user.password_hash, password)
 
 
 def add_user(
@@ -22,7 +57,7 @@ def add_user(
     actor: str,
     now: dt.datetime | None = None,
 ) -> OperatorUser:
-    """Create an account (console.users rules) and audit it; UserError on bad input."""
+    """Create an account (create_user rules) and audit it; UserError on bad input."""
     now = now or utcnow()
     user = create_user(session, username, password, role)
     entry = audit_values(

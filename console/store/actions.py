@@ -16,8 +16,9 @@ from typing import Any
 from sqlalchemy import Row, select, update
 from sqlalchemy.orm import Session
 
-from console.models import PENDING, SENDING, Intent
+from console.models import Intent
 from console.store.audit import audit_values, write_audit
+from console.vocabulary import PENDING, SENDING
 
 MAX_REASON_LENGTH = 2000
 _CHUNK = 500

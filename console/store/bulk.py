@@ -9,7 +9,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from console.models import (
+from console.models import Intent, Suppression, utcnow
+from console.store.actions import ActionRefused, apply_in_chunks, due_now_values, required_reason
+from console.store.search_filters import SearchFilters
+from console.vocabulary import (
     DEAD,
     EXPIRED,
     PENDING,
@@ -17,12 +20,7 @@ from console.models import (
     SENDING,
     SUBMITTED,
     SUPPRESSED,
-    Intent,
-    Suppression,
-    utcnow,
 )
-from console.store.actions import ActionRefused, apply_in_chunks, due_now_values, required_reason
-from console.store.search_filters import SearchFilters
 
 BULK_LIMIT = 10_000
 BULK_ACTIONS = {"requeue": REQUEUEABLE_STATUSES, "dead_letter": (PENDING,)}

@@ -41,18 +41,9 @@ from sqlalchemy.orm import Session
 
 from console.core.classify import Classification, enhanced_status_of
 from console.core.lifecycle import Decision
-from console.models import (
-    LANES,
-    PENDING,
-    SENDING,
-    SUBMITTED,
-    Attempt,
-    Intent,
-    Suppression,
-    UTCDateTime,
-    WorkerHeartbeat,
-)
-from console.transports.base import CLAIMED, DATA_SENT, SendResult
+from console.core.send_result import SendResult
+from console.models import Attempt, Intent, Suppression, UTCDateTime, WorkerHeartbeat
+from console.vocabulary import CLAIMED, DATA_SENT, LANES, PENDING, SENDING, SUBMITTED
 
 REPLY_TEXT_LIMIT = 2000
 ERROR_TEXT_LIMIT = 1000

@@ -8,21 +8,11 @@ import datetime as dt
 from sqlalchemy import ColumnElement, case, func, literal, select
 from sqlalchemy.orm import Session
 
-from console.models import (
-    AMBIGUOUS,
-    DEAD,
-    LANES,
-    PENDING,
-    STATUSES,
-    SUBMITTED,
-    Attempt,
-    Intent,
-    WorkerHeartbeat,
-    utcnow,
-)
+from console.models import Attempt, Intent, WorkerHeartbeat, utcnow
 from console.store.search_filters import AGE_BUCKETS, age_conditions
 from console.store.sender_rates import CachedRates, SenderRate, sender_rates
 from console.store.sql import dialect_of
+from console.vocabulary import AMBIGUOUS, DEAD, LANES, PENDING, STATUSES, SUBMITTED
 
 SUBMITTED_WINDOW_HOURS = 24
 CHART_MINUTES = 60

@@ -40,16 +40,8 @@ from console.events import (
     PERMANENT,
     ReportedEvent,
 )
-from console.models import (
-    AMBIGUOUS,
-    SUBMITTED,
-    Attempt,
-    AuditEntry,
-    Intent,
-    ProviderEvent,
-    Suppression,
-    utcnow,
-)
+from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppression, utcnow
+from console.vocabulary import AMBIGUOUS, SUBMITTED
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ from sqlalchemy import bindparam, case, exists, func, literal, null, select, tru
 from sqlalchemy.orm import Session, make_transient_to_detached
 from sqlalchemy.sql import Executable
 
-from console.models import PENDING, SUPPRESSED, Intent, Suppression
+from console.models import Intent, Suppression
+from console.vocabulary import PENDING, SUPPRESSED
 
 NOTIFY_CHANNEL = "console_outbox"  # PostgreSQL LISTEN/NOTIFY channel of due mail
 SUPPRESSED_REASON = "recipient is on the suppression list"

@@ -16,10 +16,11 @@ import re
 from sqlalchemy import ColumnElement, Row, false, func, not_, or_, select, text, tuple_
 from sqlalchemy.orm import Session
 
-from console.models import LANES, Intent, utcnow
+from console.models import Intent, utcnow
 from console.store.prefix_search import PrefixPosition, prefix_rows, sort_value
 from console.store.search_filters import InvalidFilter, SearchFilters, exact_matches
 from console.store.sql import PAGE_SIZE, dialect_of
+from console.vocabulary import LANES
 
 
 @dataclasses.dataclass(frozen=True)

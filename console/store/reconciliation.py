@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from console.models import AMBIGUOUS, DEAD, SUBMITTED, utcnow
+from console.models import utcnow
 from console.store.actions import (
     ActionRefused,
     ActionResult,
@@ -17,6 +17,7 @@ from console.store.actions import (
     refuse_unless,
     required_reason,
 )
+from console.vocabulary import AMBIGUOUS, DEAD, SUBMITTED
 
 MAX_PROVIDER_ID_LENGTH = 255
 RESOLUTIONS = ("accepted", "resend", "dead")

@@ -8,8 +8,9 @@ from collections.abc import Mapping
 
 from sqlalchemy import ColumnElement, or_
 
-from console.models import LANES, STATUSES, Intent
+from console.models import Intent
 from console.store.sql import prefix_match
+from console.vocabulary import LANES, STATUSES
 
 # name -> (label, youngest age in seconds, oldest age in seconds or None)
 AGE_BUCKETS: dict[str, tuple[str, int, int | None]] = {

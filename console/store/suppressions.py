@@ -10,7 +10,7 @@ from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from console.models import SUPPRESSED, Intent, Suppression, utcnow
+from console.models import Intent, Suppression, utcnow
 from console.outbox import is_suppressed
 from console.store.actions import (
     ActionRefused,
@@ -21,6 +21,7 @@ from console.store.actions import (
 )
 from console.store.audit import audit_values, write_audit
 from console.store.sql import PAGE_SIZE, dialect_of, prefix_match
+from console.vocabulary import SUPPRESSED
 
 
 def normalized_address(raw: str) -> str:

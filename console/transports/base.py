@@ -11,18 +11,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-# How far one attempt got, in order. Before DATA_SENT nothing was handed over.
-CLAIMED = "claimed"
-CONNECTING = "connecting"
-ENVELOPE = "envelope"
-DATA_SENT = "data_sent"  # the body (or HTTP request) may have reached the other side
-REPLY_READ = "reply_read"
-STAGES = (CLAIMED, CONNECTING, ENVELOPE, DATA_SENT, REPLY_READ)
-
-
-def handed_over(stage: str) -> bool:
-    """Return whether an attempt at `stage` may have delivered the message."""
-    return STAGES.index(stage) >= STAGES.index(DATA_SENT)
+from console.core.send_result import SendResult
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,25 +30,6 @@ class OutgoingEmail:
     html: str | None
     created_at_epoch: float  # when the intent was created (for idempotency windows)
     as_bytes: Callable[[], bytes]  # RFC 5322 serialization, built on demand
-
-
-@dataclasses.dataclass
-class SendResult:
-    """What happened to one attempt, as seen by the transport."""
-
-    stage: str
-    protocol: str = "smtp"  # "smtp" or "http": which rows of the classifier apply
-    code: int | None = None  # SMTP reply code or HTTP status
-    enhanced_status: str | None = None  # e.g. "5.1.1"
-    reply_text: str | None = None  # the 250 text often carries the relay's queue id
-    provider_message_id: str | None = None
-    error: str | None = None  # exception type and message, when one was raised
-    error_type: str | None = None  # the exception class name, for the classifier
-    retry_after_seconds: float | None = None
-    duration_ms: int | None = None
-    # True when the request carried an idempotency key the provider honours, so a
-    # retry after an unknown outcome cannot produce a second message.
-    idempotency_honoured: bool = False
 
 
 # Called by a transport before it moves an email to a new stage; the worker

@@ -23,15 +23,9 @@ from typing import Any
 
 import httpx
 
-from console.transports.base import (
-    CLAIMED,
-    CONNECTING,
-    DATA_SENT,
-    REPLY_READ,
-    OutgoingEmail,
-    SendResult,
-    StageCallback,
-)
+from console.core.send_result import SendResult
+from console.transports.base import OutgoingEmail, StageCallback
+from console.vocabulary import CLAIMED, CONNECTING, DATA_SENT, REPLY_READ
 
 PROTOCOL = "http"
 DEFAULT_IDEMPOTENCY_WINDOW_SECONDS = 24 * 3600.0

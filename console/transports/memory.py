@@ -5,16 +5,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping
 
-from console.transports.base import (
-    CONNECTING,
-    DATA_SENT,
-    ENVELOPE,
-    REPLY_READ,
-    STAGES,
-    OutgoingEmail,
-    SendResult,
-    StageCallback,
-)
+from console.core.send_result import SendResult
+from console.transports.base import OutgoingEmail, StageCallback
+from console.vocabulary import CONNECTING, DATA_SENT, ENVELOPE, REPLY_READ, STAGES
 
 
 class MemoryTransport:

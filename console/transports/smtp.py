@@ -19,16 +19,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import aiosmtplib
 
-from console.transports.base import (
-    CLAIMED,
-    CONNECTING,
-    DATA_SENT,
-    ENVELOPE,
-    REPLY_READ,
-    OutgoingEmail,
-    SendResult,
-    StageCallback,
-)
+from console.core.send_result import SendResult
+from console.transports.base import OutgoingEmail, StageCallback
+from console.vocabulary import CLAIMED, CONNECTING, DATA_SENT, ENVELOPE, REPLY_READ
 
 _QUEUE_ID = re.compile(r"(?:queued as|id=|^(?:\d\.\d\.\d+\s+)?ok)\s*([A-Za-z0-9._@<>-]{4,})", re.I)
 _TRUE = ("1", "true", "yes", "on")

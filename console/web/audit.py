@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask, render_template, request
 
-from console.extensions import db
 from console.store import audit as audit_store
 from console.web.auth import role_required
+from console.web.extensions import db
 
 bp = Blueprint("audit", __name__, url_prefix="/audit")
 

@@ -22,9 +22,9 @@ from flask_login import current_user, login_required, login_user, logout_user
 from sqlalchemy import select
 from werkzeug.security import generate_password_hash
 
-from console.extensions import db, login_manager
 from console.models import OperatorUser, utcnow
-from console.users import verify_password
+from console.store.accounts import verify_password
+from console.web.extensions import db, login_manager
 from console.web.security import login_throttle
 
 bp = Blueprint("auth", __name__)

@@ -8,12 +8,13 @@ from collections.abc import Sequence
 
 from flask import Blueprint, Flask, current_app, render_template, request, url_for
 
-from console import alerts as alert_conditions
-from console.extensions import current_settings, db
-from console.guard import lane_pause_notices, read_breakers
-from console.models import STATUSES, AlertState
+from console.models import AlertState
+from console.ops import alerts as alert_conditions
 from console.store import dashboard_queries, search_filters, sender_rates
+from console.vocabulary import STATUSES
 from console.web.auth import role_required
+from console.web.extensions import current_settings, db
+from console.worker.guard import lane_pause_notices, read_breakers
 
 bp = Blueprint("dashboard", __name__)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask, abort, render_template, request
 
-from console.extensions import db
 from console.store import events as event_store
 from console.web.auth import has_role, role_required
+from console.web.extensions import db
 
 bp = Blueprint("events", __name__, url_prefix="/events")
 

@@ -16,10 +16,7 @@ from flask import (
 )
 from flask_login import current_user
 
-from console import wakeup
-from console.extensions import current_settings, db
-from console.models import LANES, REQUEUEABLE_STATUSES, STATUSES
-from console.render import TemplateError, build_message, default_catalog
+from console.mail.render import TemplateError, build_message, default_catalog
 from console.store import (
     actions,
     bulk,
@@ -29,7 +26,10 @@ from console.store import (
     search_filters,
     timeline,
 )
+from console.vocabulary import LANES, REQUEUEABLE_STATUSES, STATUSES
 from console.web.auth import has_role, role_required
+from console.web.extensions import current_settings, db
+from console.worker import wakeup
 
 bp = Blueprint("intents", __name__, url_prefix="/intents")
 

@@ -14,9 +14,9 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from console import metrics
-from console.extensions import current_settings, db
 from console.models import WorkerHeartbeat, utcnow
+from console.ops import metrics
+from console.web.extensions import current_settings, db
 
 log = logging.getLogger(__name__)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from flask import Blueprint, Flask, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from console import wakeup
-from console.extensions import db
 from console.store import actions
 from console.store import suppressions as suppression_store
 from console.web.auth import role_required
+from console.web.extensions import db
+from console.worker import wakeup
 
 bp = Blueprint("suppressions", __name__, url_prefix="/suppressions")
 

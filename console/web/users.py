@@ -6,11 +6,12 @@ from flask import Blueprint, Flask, flash, redirect, render_template, request, u
 from flask_login import current_user
 from sqlalchemy import select
 
-from console.extensions import db
-from console.models import ROLES, OperatorUser
+from console.models import OperatorUser
 from console.store import accounts, actions
-from console.users import UserError
+from console.store.accounts import UserError
+from console.vocabulary import ROLES
 from console.web.auth import role_required
+from console.web.extensions import db
 
 bp = Blueprint("users", __name__, url_prefix="/users")
 

@@ -13,8 +13,8 @@ import time
 from flask import Blueprint, current_app, jsonify, request
 
 from console.events import EventRejected, ses, sns, webhook
-from console.extensions import current_settings, db
 from console.store.events import record_events
+from console.web.extensions import current_settings, db
 from console.web.security import csrf_exempt
 
 log = logging.getLogger(__name__)

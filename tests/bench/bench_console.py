@@ -27,16 +27,16 @@ from pathlib import Path
 
 from sqlalchemy import Engine, select, text
 
-from console import create_app
-from console.database import make_engine
-from console.extensions import db
+from console.app import create_app
 from console.models import Intent, utcnow
 from console.store import intent_search
+from console.store.accounts import create_user
+from console.store.database import make_engine
 from console.store.sender_rates import CachedRates
-from console.users import create_user
 from console.web.dashboard import RATES_EXTENSION
-from tests import pgcluster
+from console.web.extensions import db
 from tests.conftest import migrate_to_head
+from tests.support import pgcluster
 
 DAYS_OF_MAIL = 30
 RECENT_ROWS = 20_000  # the last hours: where pending, sending and ambiguous intents are

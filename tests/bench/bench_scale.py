@@ -37,18 +37,19 @@ from pathlib import Path
 from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session
 
-from console.database import make_engine
-from console.models import SUBMITTED, Intent, utcnow
+from console.models import Intent, utcnow
 from console.outbox import enqueue
-from tests import pgcluster
+from console.store.database import make_engine
+from console.vocabulary import SUBMITTED
 from tests.conftest import migrate_to_head
-from tests.smtp_server import SubprocessSMTPServer
-from tests.test_scale_out import (
+from tests.e2e.test_scale_out import (
     bulk_insert_intents,
     console_environment,
     recipient,
     worker_process,
 )
+from tests.support import pgcluster
+from tests.support.smtp_server import SubprocessSMTPServer
 
 WORKER_SETTINGS = dict(
     CONSOLE_POLL_SECONDS="0.2", CONSOLE_BATCH_SIZE="50", CONSOLE_SMTP_CONNECTIONS="4"
@@ -176,8 +177,8 @@ def drain_rate(
 def _bare_client(port: int, count: int, connections: int, results) -> None:
     from aiosmtplib import SMTP
 
-    from console.render import default_catalog
-    from console.serialize import serialize_message
+    from console.mail.render import default_catalog
+    from console.mail.serialize import serialize_message
 
     catalog = default_catalog()
     params = {"name": "Ada", "login_url": "https://shop.example.com/login"}
@@ -412,7 +413,7 @@ def worker_rss(bench: Bench, messages: int, warm_after: int) -> tuple[int, int, 
 
 def metrics_snapshot_ms(bench: Bench, rows: int, repeat: int) -> tuple[float, float]:
     """Median milliseconds of a full snapshot (every status counted) and of a refresh."""
-    from console.metrics import count_every_status, read_snapshot
+    from console.ops.metrics import count_every_status, read_snapshot
     from tests.bench.bench_console import fill_postgresql
 
     url = bench.fresh_database()

@@ -34,15 +34,16 @@ from sqlalchemy import func, select  # noqa: E402
 
 from console.core.backoff import Backoff  # noqa: E402
 from console.core.lifecycle import RetryPolicy  # noqa: E402
-from console.database import make_engine, make_session_factory  # noqa: E402
-from console.models import SUBMITTED, Intent  # noqa: E402
+from console.mail.render import build_message, default_catalog  # noqa: E402
+from console.models import Intent
 from console.outbox import enqueue, new_message_id  # noqa: E402
-from console.render import build_message, default_catalog  # noqa: E402
+from console.store.database import make_engine, make_session_factory  # noqa: E402
 from console.transports.smtp import SmtpTransport  # noqa: E402
-from console.worker import Worker, WorkerSettings  # noqa: E402
-from tests import pgcluster  # noqa: E402
+from console.vocabulary import SUBMITTED
+from console.worker.loop import Worker, WorkerSettings  # noqa: E402
 from tests.conftest import migrate_to_head  # noqa: E402
-from tests.smtp_server import SubprocessSMTPServer  # noqa: E402
+from tests.support import pgcluster  # noqa: E402
+from tests.support.smtp_server import SubprocessSMTPServer  # noqa: E402
 
 MAIL_FROM = "Shop <shop@example.com>"
 TEMPLATE = "order-confirmation"

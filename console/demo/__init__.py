@@ -1,0 +1,1 @@
+"""``console demo``: its SMTP capture server and the casework example."""

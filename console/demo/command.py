@@ -1,0 +1,266 @@
+"""``console demo``: the whole product on this machine, with demo mail in every state.
+
+SQLite in ``instance/`` (unless CONSOLE_DATABASE_URL says otherwise), a local
+SMTP capture server that misbehaves for some addresses (console.demo.smtp_capture), demo
+business events, logins printed on the terminal, and ``console serve`` (the web
+console with its embedded worker). Running it again reuses the database.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import itertools
+import os
+import secrets
+import socket
+import threading
+
+import click
+import flask_migrate
+from flask import Flask
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from werkzeug.security import generate_password_hash
+
+from console.app import create_app
+from console.demo import casework
+from console.demo.smtp_capture import CapturedMessage, DemoSMTPServer
+from console.models import OperatorUser, Suppression, utcnow
+from console.outbox import enqueue
+from console.store.accounts import create_user
+from console.web.extensions import db
+
+# Quick retries so the demo shows retried, pending and dead mail within minutes;
+# an environment variable of the same name wins.
+DEMO_SETTINGS = {
+    "CONSOLE_RETRY_BASE_SECONDS": "2",
+    "CONSOLE_RETRY_CAP_SECONDS": "60",
+    "CONSOLE_RETRY_FLOOR_SECONDS": "1",
+    "CONSOLE_MAX_ATTEMPTS": "6",
+    "CONSOLE_POLL_SECONDS": "1",
+    "CONSOLE_SMTP_TIMEOUT_SECONDS": "5",
+}
+DEMO_USERS = (("operator", "operator"), ("admin", "admin"), ("support", "viewer"))
+SUPPRESSED_ADDRESS = "complained@example.com"
+TRAFFIC_SECONDS = 4.0
+REVIEWERS = (
+    ("Ada Lovelace", "ada@example.com"),
+    ("Grace Hopper", "grace@example.com"),
+    ("Flaky Reviewer", "flaky.reviewer@example.org"),
+)
+
+
+def _order(number: int, name: str, total: str) -> dict:
+    return {
+        "customer_name": name,
+        "order_number": str(number),
+        "items": [{"quantity": 1, "name": "Desk lamp", "price": total}],
+        "total": total,
+    }
+
+
+# key, event, recipient, template, params; what the capture server does decides the outcome.
+# Misbehaving addresses have domains of their own: a run of 4yz defers a whole domain.
+DEMO_EVENTS = [
+    ("order:1001:confirmation", "order:1001", "ada@example.com", "order-confirmation",
+     _order(1001, "Ada", "39.00")),
+    ("order:1002:confirmation", "order:1002", "grace@example.com", "order-confirmation",
+     _order(1002, "Grace", "12.50")),
+    ("order:1003:confirmation", "order:1003", "flaky.buyer@example.org", "order-confirmation",
+     _order(1003, "Flaky", "8.00")),
+    ("order:1004:confirmation", "order:1004", "reject.nobody@example.com", "order-confirmation",
+     _order(1004, "Nobody", "99.00")),
+    ("order:1005:confirmation", "order:1005", "hangup.maybe@example.com", "order-confirmation",
+     _order(1005, "Maybe", "45.00")),
+    ("order:1006:confirmation", "order:1006", SUPPRESSED_ADDRESS, "order-confirmation",
+     _order(1006, "Complainer", "5.00")),
+    ("user:17:welcome", "user:17:signup", "tempfail.mailbox@example.net", "welcome",
+     {"name": "Tempfail", "login_url": "https://shop.example.com/login"}),
+    ("user:18:welcome", "user:18:signup", "linus@example.com", "welcome",
+     {"name": "Linus", "login_url": "https://shop.example.com/login"}),
+    ("user:18:password-reset:1", "user:18:password-reset", "linus@example.com", "password-reset",
+     {"name": "Linus", "reset_url": "https://shop.example.com/reset/abc"}),
+    ("user:19:login:1", "user:19:login", "flaky.login@example.org", "login-code",
+     {"code": "314159"}),
+]  # fmt: skip
+# created two days ago: past the maximum age, so a temporary failure makes it dead
+OLD_EVENTS = [
+    ("order:997:confirmation", "order:997", "tempfail.old@example.net", "order-confirmation",
+     _order(997, "Late", "20.00")),
+]  # fmt: skip
+
+
+def _demo_app(smtp_url: str) -> Flask:
+    settings = {name: os.environ.get(name) or value for name, value in DEMO_SETTINGS.items()}
+    return create_app({**settings, "CONSOLE_SMTP_URL": smtp_url})
+
+
+def reset_demo_logins(session: Session) -> list[tuple[str, str, str]]:
+    """Create the demo accounts, or give them fresh passwords; return (name, role, password)."""
+    logins = []
+    for username, role in DEMO_USERS:
+        password = secrets.token_urlsafe(12)
+        user = session.execute(
+            select(OperatorUser).where(OperatorUser.username == username)
+        ).scalar_one_or_none()
+        if user is None:
+            create_user(session, username, password, role)
+        else:
+            user.password_hash = generate_password_hash(password)
+            user.role, user.active = role, True
+        logins.append((username, role, password))
+    return logins
+
+
+def seed_demo_events(session: Session) -> None:
+    """Enqueue the demo's business events; each key only once, however often this runs."""
+    if (
+        session.execute(
+            select(Suppression.id).where(Suppression.recipient == SUPPRESSED_ADDRESS)
+        ).first()
+        is None
+    ):
+        session.add(
+            Suppression(
+                recipient=SUPPRESSED_ADDRESS,
+                reason="complaint",
+                note="marked the demo mail as spam",
+                created_at=utcnow(),
+            )
+        )
+        session.flush()
+    for key, event, to, template, params in DEMO_EVENTS:
+        enqueue(session, key=key, event=event, to=to, template=template, params=params)
+    started = utcnow()
+    for key, event, to, template, params in OLD_EVENTS:
+        intent = enqueue(session, key=key, event=event, to=to, template=template, params=params)
+        if intent.created_at >= started:
+            intent.created_at = started - dt.timedelta(days=2)
+
+
+class DemoTraffic:
+    """A thread assigning a case every few seconds, as a busy application would."""
+
+    def __init__(self, app: Flask, interval_seconds: float = TRAFFIC_SECONDS) -> None:
+        self.app = app
+        self.interval_seconds = interval_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="demo-traffic", daemon=True)
+
+    def start(self) -> DemoTraffic:
+        with self.app.app_context():
+            casework.create_tables(db.engine)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        case_ids = itertools.count(int(utcnow().timestamp()) % 100_000)
+        while not self._stop.wait(self.interval_seconds):
+            case_id = next(case_ids)
+            name, email = REVIEWERS[case_id % len(REVIEWERS)]
+            with self.app.app_context():
+                casework.assign_case(
+                    db.session,
+                    case_id=case_id,
+                    case_title=f"Refund request {case_id}",
+                    reviewer_id=case_id % len(REVIEWERS),
+                    reviewer_name=name,
+                    reviewer_email=email,
+                )
+                db.session.commit()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+def _echo_capture(message: CapturedMessage) -> None:
+    answer = message.answer.split(" ", 1)[0]
+    click.echo(f"smtp  {answer:<6}  to={message.recipient}  {message.subject}")
+
+
+def _banner(host: str, port: int, smtp: DemoSMTPServer, app: Flask, logins) -> None:
+    lines = [
+        "",
+        "Outbox console demo",
+        f"  console        http://{host}:{port}",
+    ]
+    for username, role, password in logins:
+        lines.append(f"  log in         {username} / {password}   ({role})")
+    lines += [
+        f"  SMTP capture   {smtp.url}: addresses starting with tempfail (451), flaky",
+        "                 (451 once), reject (550) or hangup (no reply) misbehave",
+        f"  database       {app.config['SQLALCHEMY_DATABASE_URI']}",
+        "  stop with Ctrl+C",
+        "",
+    ]
+    click.echo("\n".join(lines))
+
+
+def _listen_refused(what: str, host: str, port: int, error: OSError, option: str) -> str:
+    """One line saying why `what` cannot listen on host:port, and what to do about it."""
+    if error.errno == errno.EADDRINUSE:
+        problem = f"the {what} port {port} on {host} is already in use"
+        return f"{problem}: stop what listens there or pass another {option}"
+    return f"the {what} cannot listen on {host}:{port}: {error.strerror or error}"
+
+
+def check_console_port(host: str, port: int) -> None:
+    """Refuse early (ClickException) when the console's port cannot be listened on.
+
+    It binds the way the web server will (SO_REUSEADDR), so only a port that
+    something else listens on, or an address this machine lacks, is refused.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        socket.create_server((host, port), family=family).close()
+    except OSError as error:
+        raise click.ClickException(
+            _listen_refused("console", host, port, error, "--port")
+        ) from None
+
+
+def start_capture_server(port: int) -> DemoSMTPServer:
+    """Start the SMTP capture server; ClickException when its port is taken."""
+    try:
+        return DemoSMTPServer(port, on_message=_echo_capture).start()
+    except OSError as error:
+        refusal = _listen_refused("SMTP capture", "127.0.0.1", port, error, "--smtp-port")
+        raise click.ClickException(refusal) from None
+
+
+@click.command("demo")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Console address.")
+@click.option("--port", default=5000, show_default=True, type=int, help="Console port.")
+@click.option("--smtp-port", default=2525, show_default=True, type=int, help="Capture port.")
+@click.pass_context
+def demo_command(ctx: click.Context, host: str, port: int, smtp_port: int) -> None:
+    """Run the console with demo mail, a local SMTP capture server and an embedded worker."""
+    check_console_port(host, port)
+    smtp = start_capture_server(smtp_port)
+    try:
+        app = _demo_app(smtp.url)
+        with app.app_context():
+            flask_migrate.upgrade()
+            logins = reset_demo_logins(db.session)
+            seed_demo_events(db.session)
+            db.session.commit()
+        _banner(host, port, smtp, app, logins)
+        traffic = DemoTraffic(app).start()
+        try:
+            with app.app_context():
+                from console.cli import serve_command
+
+                ctx.invoke(serve_command, host=host, port=port)
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                raise
+            # taken between the check and the web server's bind
+            raise click.ClickException(
+                _listen_refused("console", host, port, error, "--port")
+            ) from None
+        finally:
+            traffic.stop()
+    finally:
+        smtp.stop()

@@ -1,1 +1,0 @@
-"""Small example applications that show how to use the outbox."""

@@ -1,0 +1,1 @@
+"""Mail as bytes: the template catalog, rendering and serialization."""

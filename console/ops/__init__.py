@@ -1,0 +1,1 @@
+"""Running it: alerts, metrics, retention, background jobs and logs."""
