@@ -33,13 +33,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
-from sqlalchemy import func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from console.config import Settings
-from console.models import Intent as IntentRow
-from console.models import LaneBreaker, ProviderEvent, Suppression, WorkerHeartbeat, utcnow
+from console.models import utcnow
+from console.store import queue_figures
+from console.store.queue_figures import Counts, count_every_status
 from console.vocabulary import AMBIGUOUS, DEAD, LANES, PENDING, SENDING
 
 log = logging.getLogger(__name__)
@@ -118,32 +118,6 @@ class QueueSnapshot:
         return max((self.taken_at - self.last_tick_at).total_seconds(), 0.0)
 
 
-def _limit_statement_time(session: Session) -> None:
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text(f"SET LOCAL statement_timeout = {SNAPSHOT_STATEMENT_TIMEOUT_MS}"))
-
-
-Counts = dict[tuple[str, str], int]  # (status, lane) -> intents
-
-
-def count_every_status(session: Session) -> Counts:
-    """Count intents by status and lane: one pass over the table (or its index)."""
-    query = select(IntentRow.status, IntentRow.lane, func.count()).group_by(
-        IntentRow.status, IntentRow.lane
-    )
-    return {(status, lane): n for status, lane, n in session.execute(query)}
-
-
-def count_live_statuses(session: Session) -> Counts:
-    """Count the statuses an operator watches closely: index ranges over few rows."""
-    query = (
-        select(IntentRow.status, IntentRow.lane, func.count())
-        .where(IntentRow.status.in_(LIVE_STATUSES))
-        .group_by(IntentRow.status, IntentRow.lane)
-    )
-    return {(status, lane): n for status, lane, n in session.execute(query)}
-
-
 def read_snapshot(
     session: Session,
     now: dt.datetime,
@@ -155,46 +129,24 @@ def read_snapshot(
     `totals` (an earlier count_every_status) spares the full count: only the
     live statuses are counted again. None counts every status now.
     """
-    _limit_statement_time(session)
+    queue_figures.limit_statement_time(session, SNAPSHOT_STATEMENT_TIMEOUT_MS)
     if totals is None:
         intents = count_every_status(session)
     else:
         settled = {key: n for key, n in totals.items() if key[0] not in LIVE_STATUSES}
-        intents = settled | count_live_statuses(session)
-    oldest = {
-        lane: session.execute(
-            select(func.min(IntentRow.created_at)).where(
-                IntentRow.status == PENDING, IntentRow.lane == lane
-            )
-        ).scalar_one()
-        for lane in LANES
-    }
-    suppressions = session.execute(
-        select(Suppression.reason, func.count()).group_by(Suppression.reason)
-    ).all()
-    since = now - dt.timedelta(seconds=RECENT_EVENTS_SECONDS)
-    events = session.execute(
-        select(ProviderEvent.event_type, func.count())
-        .where(ProviderEvent.received_at >= since)
-        .group_by(ProviderEvent.event_type)
-    ).all()
-    last_tick_at = session.execute(select(func.max(WorkerHeartbeat.last_tick_at))).scalar_one()
+        intents = settled | queue_figures.count_statuses(session, LIVE_STATUSES)
     alive_since = now - dt.timedelta(seconds=alive_within_seconds)
-    workers_alive = session.execute(
-        select(func.count()).where(WorkerHeartbeat.last_tick_at >= alive_since)
-    ).scalar_one()
-    breakers = session.execute(
-        select(LaneBreaker.lane, LaneBreaker.state, LaneBreaker.failure_rate)
-    ).all()
     return QueueSnapshot(
         taken_at=now,
         intents=intents,
-        oldest_pending_created_at=oldest,
-        suppressions={reason: n for reason, n in suppressions},
-        recent_events={event_type: n for event_type, n in events},
-        last_tick_at=last_tick_at,
-        workers_alive=workers_alive,
-        breakers={lane: (state, rate) for lane, state, rate in breakers},
+        oldest_pending_created_at=queue_figures.oldest_pending_by_lane(session),
+        suppressions=queue_figures.count_suppressions_by_reason(session),
+        recent_events=queue_figures.count_provider_events_since(
+            session, now - dt.timedelta(seconds=RECENT_EVENTS_SECONDS)
+        ),
+        last_tick_at=queue_figures.last_worker_tick_at(session),
+        workers_alive=queue_figures.count_workers_ticked_since(session, alive_since),
+        breakers=queue_figures.lane_breaker_states(session),
     )
 
 

@@ -8,7 +8,8 @@ import datetime as dt
 from sqlalchemy import ColumnElement, case, func, literal, select
 from sqlalchemy.orm import Session
 
-from console.models import Attempt, Intent, WorkerHeartbeat, utcnow
+from console.models import Attempt, Intent, utcnow
+from console.store import queue_figures
 from console.store.search_filters import AGE_BUCKETS, age_conditions
 from console.store.sender_rates import CachedRates, SenderRate, sender_rates
 from console.store.sql import dialect_of
@@ -66,10 +67,10 @@ def dashboard(
     return Dashboard(
         now=now,
         counts=_status_lane_counts(session, now),
-        oldest_pending={lane: _oldest_pending(session, lane) for lane in LANES},
+        oldest_pending=queue_figures.oldest_pending_by_lane(session),
         age_buckets={lane: _pending_age_buckets(session, lane, now) for lane in LANES},
         chart=_attempt_chart(session, now),
-        last_tick_at=session.execute(select(func.max(WorkerHeartbeat.last_tick_at))).scalar(),
+        last_tick_at=queue_figures.last_worker_tick_at(session),
         sender_rates=rates.get(session, now) if rates else sender_rates(session, now),
     )
 
@@ -81,24 +82,10 @@ def _status_lane_counts(session: Session, now: dt.datetime) -> dict[tuple[str, s
     SUBMITTED_WINDOW_HOURS (by creation); every other status is counted in full.
     """
     others = [status for status in STATUSES if status != SUBMITTED]
-    query = (
-        select(Intent.status, Intent.lane, func.count())
-        .where(Intent.status.in_(others))
-        .group_by(Intent.status, Intent.lane)
-    )
-    counts = {(status, lane): count for status, lane, count in session.execute(query)}
+    counts = queue_figures.count_statuses(session, others)
     since = now - dt.timedelta(hours=SUBMITTED_WINDOW_HOURS)
-    for lane in LANES:
-        recent = select(func.count()).where(
-            Intent.status == SUBMITTED, Intent.lane == lane, Intent.created_at >= since
-        )
-        counts[(SUBMITTED, lane)] = session.execute(recent).scalar_one()
+    counts |= queue_figures.count_submitted_since(session, since)
     return {key: count for key, count in counts.items() if count}
-
-
-def _oldest_pending(session: Session, lane: str) -> dt.datetime | None:
-    query = select(func.min(Intent.created_at)).where(Intent.status == PENDING, Intent.lane == lane)
-    return session.execute(query).scalar()
 
 
 def _pending_age_buckets(session: Session, lane: str, now: dt.datetime) -> dict[str, int]:

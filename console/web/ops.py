@@ -10,12 +10,12 @@ import logging
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, jsonify
-from sqlalchemy import func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from console.models import WorkerHeartbeat, utcnow
+from console.models import utcnow
 from console.ops import metrics
+from console.store import queue_figures
 from console.web.extensions import current_settings, db
 
 log = logging.getLogger(__name__)
@@ -51,10 +51,7 @@ def _database_check() -> tuple[bool, Any]:
     """Return whether the database answers, and the age of the newest worker tick."""
     try:
         with Session(db.engine) as session:
-            session.execute(text("SELECT 1"))
-            last_tick_at = session.execute(
-                select(func.max(WorkerHeartbeat.last_tick_at))
-            ).scalar_one()
+            last_tick_at = queue_figures.last_worker_tick_at(session)
     except SQLAlchemyError as exc:
         log.warning("health check: database unreachable", extra={"error_type": type(exc).__name__})
         return False, None
