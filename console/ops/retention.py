@@ -19,11 +19,10 @@ import logging
 import time
 from collections.abc import Callable
 
-from sqlalchemy import null, select, update
 from sqlalchemy.orm import Session
 
-from console.models import Attempt, Intent, ProviderEvent, utcnow
-from console.vocabulary import TERMINAL_STATUSES
+from console.models import utcnow
+from console.store import retention_sweeps
 
 log = logging.getLogger(__name__)
 
@@ -40,70 +39,6 @@ class PruneReport:
     batches: int = 0
 
 
-def _lock_rows(statement, session: Session):
-    if session.get_bind().dialect.name == "postgresql":
-        return statement.with_for_update(skip_locked=True)
-    return statement
-
-
-def scrub_intent_batch(
-    session: Session, cutoff: dt.datetime, batch_size: int, now: dt.datetime
-) -> tuple[int, int]:
-    """Scrub up to `batch_size` finished intents created before `cutoff`.
-
-    Return how many intents were looked at and how many attempt replies trimmed.
-
-    The UPDATE repeats the terminal-status condition, so an intent an operator
-    requeued in the meantime keeps its params.
-    """
-    candidates = _lock_rows(
-        select(Intent.id)
-        .where(
-            Intent.params_scrubbed_at.is_(None),
-            Intent.created_at < cutoff,
-            Intent.status.in_(TERMINAL_STATUSES),
-        )
-        .order_by(Intent.created_at)
-        .limit(batch_size),
-        session,
-    )
-    ids = session.execute(candidates).scalars().all()
-    if not ids:
-        return 0, 0
-    scrubbed = (
-        session.execute(
-            update(Intent)
-            .where(Intent.id.in_(ids), Intent.status.in_(TERMINAL_STATUSES))
-            .values(params=null(), params_scrubbed_at=now)
-            .returning(Intent.id)
-        )
-        .scalars()
-        .all()
-    )
-    trimmed = session.execute(
-        update(Attempt)
-        .where(Attempt.intent_id.in_(scrubbed), Attempt.reply_text.is_not(None))
-        .values(reply_text=null())
-    ).rowcount
-    return len(ids), trimmed
-
-
-def trim_event_batch(session: Session, cutoff: dt.datetime, batch_size: int) -> int:
-    """Drop the raw payload of up to `batch_size` provider events received before `cutoff`."""
-    candidates = _lock_rows(
-        select(ProviderEvent.id)
-        .where(ProviderEvent.payload.is_not(None), ProviderEvent.received_at < cutoff)
-        .order_by(ProviderEvent.received_at)
-        .limit(batch_size),
-        session,
-    )
-    ids = session.execute(candidates).scalars().all()
-    if not ids:
-        return 0
-    session.execute(update(ProviderEvent).where(ProviderEvent.id.in_(ids)).values(payload=null()))
-    return len(ids)
-
-
 def prune(
     session_factory: Callable[[], Session],
     *,
@@ -118,7 +53,9 @@ def prune(
     report = PruneReport()
     while True:
         with session_factory() as session, session.begin():
-            intents, attempts = scrub_intent_batch(session, cutoff, batch_size, now)
+            intents, attempts = retention_sweeps.scrub_finished_intents_batch(
+                session, cutoff, batch_size, now
+            )
         report.intents_scrubbed += intents
         report.attempts_trimmed += attempts
         report.batches += 1
@@ -127,7 +64,7 @@ def prune(
         time.sleep(pause_seconds)
     while True:
         with session_factory() as session, session.begin():
-            events = trim_event_batch(session, cutoff, batch_size)
+            events = retention_sweeps.trim_event_payloads_batch(session, cutoff, batch_size)
         report.events_trimmed += events
         report.batches += 1
         if events < batch_size:

@@ -1,0 +1,84 @@
+"""Retention's writes: scrub finished intents and trim old provider events, a batch at a time.
+
+Each batch is found through a partial index that holds only rows still to do
+and, on PostgreSQL, skips rows another process holds. None of these commits:
+the caller runs each batch in a short transaction of its own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import Select, null, select, update
+from sqlalchemy.orm import Session
+
+from console.models import Attempt, Intent, ProviderEvent
+from console.store.sql import dialect_of
+from console.vocabulary import TERMINAL_STATUSES
+
+
+def _skip_locked(statement: Select, session: Session) -> Select:
+    if dialect_of(session) == "postgresql":
+        return statement.with_for_update(skip_locked=True)
+    return statement
+
+
+def scrub_finished_intents_batch(
+    session: Session, cutoff: dt.datetime, batch_size: int, now: dt.datetime
+) -> tuple[int, int]:
+    """Scrub the params of up to `batch_size` finished intents created before `cutoff`.
+
+    Return how many intents were looked at and how many attempt replies trimmed.
+    The UPDATE repeats the terminal-status condition, so an intent an operator
+    requeued in the meantime keeps its params.
+    """
+    candidates = (
+        select(Intent.id)
+        .where(
+            Intent.params_scrubbed_at.is_(None),
+            Intent.created_at < cutoff,
+            Intent.status.in_(TERMINAL_STATUSES),
+        )
+        .order_by(Intent.created_at)
+        .limit(batch_size)
+    )
+    ids = session.execute(_skip_locked(candidates, session)).scalars().all()
+    if not ids:
+        return 0, 0
+    scrubbed = _scrub_params(session, ids, now)
+    return len(ids), _trim_attempt_replies(session, scrubbed)
+
+
+def _scrub_params(session: Session, ids: list[int], now: dt.datetime) -> list[int]:
+    statement = (
+        update(Intent)
+        .where(Intent.id.in_(ids), Intent.status.in_(TERMINAL_STATUSES))
+        .values(params=null(), params_scrubbed_at=now)
+        .returning(Intent.id)
+    )
+    return list(session.execute(statement).scalars().all())
+
+
+def _trim_attempt_replies(session: Session, intent_ids: list[int]) -> int:
+    """Drop the reply texts of the attempts of `intent_ids`; return how many were trimmed."""
+    statement = (
+        update(Attempt)
+        .where(Attempt.intent_id.in_(intent_ids), Attempt.reply_text.is_not(None))
+        .values(reply_text=null())
+    )
+    return session.execute(statement).rowcount
+
+
+def trim_event_payloads_batch(session: Session, cutoff: dt.datetime, batch_size: int) -> int:
+    """Drop the raw payload of up to `batch_size` provider events received before `cutoff`."""
+    candidates = (
+        select(ProviderEvent.id)
+        .where(ProviderEvent.payload.is_not(None), ProviderEvent.received_at < cutoff)
+        .order_by(ProviderEvent.received_at)
+        .limit(batch_size)
+    )
+    ids = session.execute(_skip_locked(candidates, session)).scalars().all()
+    if not ids:
+        return 0
+    session.execute(update(ProviderEvent).where(ProviderEvent.id.in_(ids)).values(payload=null()))
+    return len(ids)
