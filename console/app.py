@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,11 +30,10 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         instance_relative_config=False,
     )
     overrides = dict(config or {})
-    environ = {
-        **os.environ,
-        **{k: str(v) for k, v in overrides.items() if k.startswith("CONSOLE_")},
-    }
-    settings = load_settings(environ, instance_path=app.instance_path)
+    settings = load_settings(
+        instance_path=app.instance_path,
+        overrides={k: str(v) for k, v in overrides.items() if k.startswith("CONSOLE_")},
+    )
     app.config.update(
         SECRET_KEY=settings.secret_key,
         SQLALCHEMY_DATABASE_URI=settings.database_url,
@@ -48,8 +46,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     )
     app.config.update({k: v for k, v in overrides.items() if not k.startswith("CONSOLE_")})
     app.extensions["console.settings"] = settings
-    outbox.configure(settings)
-    logs.configure_logging(secrets=logs.settings_secrets(settings))
+    logs.configure_logging(secrets=logs.settings_secrets(settings), level=settings.log_level)
+    outbox.configure(settings)  # checks the email templates, logs the application's overrides
 
     db.init_app(app)
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)

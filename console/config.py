@@ -120,6 +120,21 @@ def _fraction(name: str, raw: str) -> float:
     return value
 
 
+def _directory(name: str, raw: str) -> Path:
+    path = Path(raw.strip()).expanduser()
+    if not path.is_dir():
+        problem = "is not a directory" if path.exists() else "does not exist"
+        raise ConfigError(f"{name} must be an existing directory: {str(path)!r} {problem}")
+    return path.resolve()
+
+
+def _log_level(name: str, raw: str) -> str:
+    value = raw.strip().upper()
+    if not isinstance(logging.getLevelName(value), int):
+        raise ConfigError(f"{name} must be a level like INFO or DEBUG, got {raw!r}")
+    return value
+
+
 def _classify_overrides(name: str, raw: str) -> str:
     from console.core.classify import parse_overrides
 
@@ -181,6 +196,9 @@ class Settings:
     domain_backoff_seconds: float = 60.0
     worker_metrics_port: int | None = None  # `console worker` serves /metrics here when set
     worker_metrics_host: str = "127.0.0.1"
+    email_templates_dir: Path | None = None  # the application's own templates, beside ours
+    log_level: str = "INFO"
+    test_crash_at: str | None = None  # test suite only: see console.worker.loop.CRASH_POINTS
 
 
 # variable name -> (field, parser)
@@ -234,6 +252,9 @@ _PARSERS = {
     "CONSOLE_DOMAIN_BACKOFF_SECONDS": ("domain_backoff_seconds", _positive_float),
     "CONSOLE_WORKER_METRICS_PORT": ("worker_metrics_port", _positive_int),
     "CONSOLE_WORKER_METRICS_HOST": ("worker_metrics_host", _string),
+    "CONSOLE_EMAIL_TEMPLATES": ("email_templates_dir", _directory),
+    "CONSOLE_LOG_LEVEL": ("log_level", _log_level),
+    "CONSOLE_TEST_CRASH_AT": ("test_crash_at", _string),
 }
 
 
@@ -249,22 +270,43 @@ def _persisted_secret(instance_path: Path) -> str:
     return key
 
 
+def _read_variables(
+    environ: Mapping[str, str] | None, overrides: Mapping[str, str] | None
+) -> dict[str, object]:
+    """Parse every CONSOLE_* variable that is set: the one place that reads the environment."""
+    environ = os.environ if environ is None else environ
+    merged = {**environ, **(overrides or {})}
+    values: dict[str, object] = {}
+    for variable, (field, parse) in _PARSERS.items():
+        raw = merged.get(variable)
+        if raw is not None and (raw.strip() or variable == "CONSOLE_COOKIE_SECURE"):
+            values[field] = parse(variable, raw)
+    return values
+
+
+def _checked(settings: Settings) -> Settings:
+    """Refuse combinations of settings that are valid one by one but not together."""
+    if settings.retry_floor_seconds > settings.retry_cap_seconds:
+        raise ConfigError("CONSOLE_RETRY_FLOOR_SECONDS must not exceed CONSOLE_RETRY_CAP_SECONDS")
+    if settings.transport == "http" and not settings.http_provider_key:
+        raise ConfigError("CONSOLE_TRANSPORT=http needs CONSOLE_HTTP_PROVIDER_KEY")
+    return settings
+
+
 def load_settings(
     environ: Mapping[str, str] | None = None,
     *,
     instance_path: str | os.PathLike[str],
+    overrides: Mapping[str, str] | None = None,
 ) -> Settings:
     """Build Settings from CONSOLE_* variables; raise ConfigError naming a bad one.
 
-    Without CONSOLE_DATABASE_URL the database is a SQLite file in the instance
-    folder, and without CONSOLE_SECRET_KEY a key is generated and kept there too.
+    `environ` defaults to the process environment; `overrides` (CONSOLE_* names)
+    take precedence over it. Without CONSOLE_DATABASE_URL the database is a
+    SQLite file in the instance folder, and without CONSOLE_SECRET_KEY a key is
+    generated and kept there too.
     """
-    environ = os.environ if environ is None else environ
-    values: dict[str, object] = {}
-    for variable, (field, parse) in _PARSERS.items():
-        raw = environ.get(variable)
-        if raw is not None and (raw.strip() or variable == "CONSOLE_COOKIE_SECURE"):
-            values[field] = parse(variable, raw)
+    values = _read_variables(environ, overrides)
     instance = Path(instance_path)
     uses_default_database = "database_url" not in values
     if uses_default_database:
@@ -279,9 +321,17 @@ def load_settings(
                 "sessions will not survive a restart or be shared between processes"
             )
             values["secret_key"] = secrets.token_hex(32)
-    settings = Settings(**values)  # type: ignore[arg-type]
-    if settings.retry_floor_seconds > settings.retry_cap_seconds:
-        raise ConfigError("CONSOLE_RETRY_FLOOR_SECONDS must not exceed CONSOLE_RETRY_CAP_SECONDS")
-    if settings.transport == "http" and not settings.http_provider_key:
-        raise ConfigError("CONSOLE_TRANSPORT=http needs CONSOLE_HTTP_PROVIDER_KEY")
-    return settings
+    return _checked(Settings(**values))  # type: ignore[arg-type]
+
+
+def load_enqueue_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Build Settings for an application that only enqueues, without the console.
+
+    The same variables, parsed and checked the same way as load_settings, but
+    nothing is created: the application's own session holds the database and no
+    session is signed, so `database_url` and `secret_key` are empty unless set.
+    """
+    values = _read_variables(environ, None)
+    values.setdefault("database_url", "")
+    values.setdefault("secret_key", "")
+    return _checked(Settings(**values))  # type: ignore[arg-type]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import os
 import re
 import uuid
 from email.header import decode_header
@@ -14,13 +13,16 @@ from urllib.parse import unquote
 
 from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import event as sa_event
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from console.config import Settings
-from console.mail.render import TemplateCatalog, TemplateError, default_catalog
-from console.models import Intent, Suppression, utcnow
+from console.config import Settings, load_enqueue_settings
+from console.mail import catalog as mail_catalog
+from console.mail.catalog import TemplateCatalog
+from console.mail.template_settings import TemplateError
+from console.models import Intent, utcnow
 from console.store.intent_insert import insert_intent_once
+from console.store.intent_lookup import intent_by_key
+from console.store.suppression_lookup import is_suppressed as is_suppressed  # re-exported
 from console.vocabulary import LANES, PENDING
 from console.worker import wakeup
 
@@ -37,25 +39,33 @@ class InvalidIntent(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class OutboxOptions:
-    message_id_domain: str = Settings.message_id_domain
-    max_params_bytes: int = Settings.max_params_bytes
+    """What enqueue needs from the settings: Message-ID domain, params limit, templates."""
+
+    message_id_domain: str
+    max_params_bytes: int
+    catalog: TemplateCatalog
 
 
 _options: OutboxOptions | None = None
 
 
 def configure(settings: Settings) -> None:
-    """Use these settings for Message-IDs and the params size limit."""
+    """Use these settings for Message-IDs, the params size limit and the templates.
+
+    The template catalog (the shipped templates and CONSOLE_EMAIL_TEMPLATES) is
+    checked here: a CatalogError names the file. Without a call, the first
+    enqueue reads the settings from the environment the same way.
+    """
     global _options
-    _options = OutboxOptions(settings.message_id_domain, settings.max_params_bytes)
+    catalog = mail_catalog.configure(settings)
+    _options = OutboxOptions(settings.message_id_domain, settings.max_params_bytes, catalog)
 
 
 def _current_options() -> OutboxOptions:
-    if _options is not None:
-        return _options
-    domain = os.environ.get("CONSOLE_MESSAGE_ID_DOMAIN") or OutboxOptions.message_id_domain
-    limit = os.environ.get("CONSOLE_MAX_PARAMS_BYTES") or OutboxOptions.max_params_bytes
-    return OutboxOptions(domain, int(limit))
+    if _options is None:
+        configure(load_enqueue_settings())
+    assert _options is not None
+    return _options
 
 
 def new_message_id(domain: str) -> str:
@@ -126,16 +136,6 @@ def _check_short_text(label: str, value: Any, limit: int) -> str | None:
     return value
 
 
-def is_suppressed(session: Session, recipient: str) -> bool:
-    """Return whether `recipient` is on the suppression list."""
-    query = select(Suppression.id).where(Suppression.recipient == recipient.lower()).limit(1)
-    return session.execute(query).first() is not None
-
-
-def _existing(session: Session, key: str) -> Intent | None:
-    return session.execute(select(Intent).where(Intent.idempotency_key == key)).scalar_one_or_none()
-
-
 def _insert_once(session: Session, values: dict[str, Any]) -> Intent:
     """Store the intent in one statement, or return the row that already holds the key."""
     inserted = insert_intent_once(session, values)
@@ -143,7 +143,7 @@ def _insert_once(session: Session, values: dict[str, Any]) -> Intent:
         if inserted.status == PENDING:
             session.info[_WAKE_FLAG] = True
         return inserted
-    existing = _existing(session, values["idempotency_key"])
+    existing = intent_by_key(session, values["idempotency_key"])
     assert existing is not None, "the conflicting row is committed and visible"
     return existing
 
@@ -165,10 +165,11 @@ def enqueue(
     """Add an email intent to the caller's transaction and return it; never commit.
 
     The same `key` again returns the existing intent and adds nothing. Bad input
-    raises InvalidIntent before anything is written.
+    raises InvalidIntent before anything is written; an invalid setting or
+    template folder raises ConfigError (CatalogError) naming it, as at start-up.
     """
     options = _current_options()
-    catalog = catalog or default_catalog()
+    catalog = catalog or options.catalog
     now = utcnow()
     key = _check_key(key)
     recipient = _check_recipient(to)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
 import re
 import sys
 import threading
@@ -25,7 +24,6 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 REDACTED = "[redacted]"
-LOG_LEVEL_VARIABLE = "CONSOLE_LOG_LEVEL"
 
 # Facts a log line may carry besides its message: opaque ids, stages, outcomes.
 LOGGED_FIELDS = frozenset(
@@ -136,27 +134,27 @@ class _ConsoleHandler(logging.StreamHandler):
     """The product's own handler, so configure_logging() can find and replace it."""
 
 
-def _level_from(level: int | str | None) -> int:
-    raw = level if level is not None else os.environ.get(LOG_LEVEL_VARIABLE, "INFO")
-    if isinstance(raw, int):
-        return raw
-    resolved = logging.getLevelName(raw.strip().upper())
+def _level_from(level: int | str) -> int:
+    if isinstance(level, int):
+        return level
+    resolved = logging.getLevelName(level.strip().upper())
     if not isinstance(resolved, int):
-        raise ValueError(f"{LOG_LEVEL_VARIABLE} must be a level like INFO or DEBUG, got {raw!r}")
+        raise ValueError(f"the log level must be a name like INFO or DEBUG, got {level!r}")
     return resolved
 
 
 def configure_logging(
     *,
     secrets: Iterable[str | None] = (),
-    level: int | str | None = None,
+    level: int | str = "INFO",
     stream: IO[str] | None = None,
 ) -> logging.Handler:
     """Send every log record to `stream` (stderr) as JSON lines; return the handler.
 
     Safe to call more than once: the product's handler is replaced, other
     handlers (a test's capture, a host's own) are left alone. `secrets` are
-    added to the redactor; the level comes from CONSOLE_LOG_LEVEL by default.
+    added to the redactor; the console passes ``settings.log_level``
+    (CONSOLE_LOG_LEVEL, read in ``console.config`` like every setting).
     """
     resolved_level = _level_from(level)
     redactor.register(*secrets)

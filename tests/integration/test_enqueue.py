@@ -183,3 +183,26 @@ def test_enqueue_notifies_other_processes_only_on_commit(db_url, session_factory
             enqueue(session, key="committed", **LOGIN)  # the key is taken: nothing new
             session.commit()
         assert notifications() == 0
+
+
+def test_without_configure_the_first_enqueue_reads_the_settings(session_factory, monkeypatch):
+    """An application that never calls configure(): CONSOLE_* read once, through config.py."""
+    from console import outbox
+    from console.config import ConfigError
+    from console.mail import catalog as mail_catalog
+
+    monkeypatch.setattr(mail_catalog, "_configured", mail_catalog._configured)
+    monkeypatch.setattr(outbox, "_options", None)
+    monkeypatch.setenv("CONSOLE_MESSAGE_ID_DOMAIN", "mail.shop.example")
+    monkeypatch.setenv("CONSOLE_MAX_PARAMS_BYTES", "64")
+    with session_factory() as session:
+        intent = enqueue(session, key="login:1", **LOGIN)
+        session.commit()
+        assert intent.message_id.endswith("@mail.shop.example>")
+        with pytest.raises(InvalidIntent, match="above the 64 limit"):
+            enqueue(session, key="login:2", **{**LOGIN, "params": {"code": "4" * 80}})
+
+    monkeypatch.setattr(outbox, "_options", None)
+    monkeypatch.setenv("CONSOLE_MAX_PARAMS_BYTES", "lots")
+    with session_factory() as session, pytest.raises(ConfigError, match="CONSOLE_MAX_PARAMS_BYTES"):
+        enqueue(session, key="login:3", **LOGIN)

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from console.config import load_settings
+from console.config import ConfigError, load_settings
 from console.ops import logs
 from tests.support.commands import CONSOLE_BIN
 
@@ -114,9 +114,17 @@ def test_configure_twice_keeps_one_product_handler(captured):
     assert len(lines(captured)) == 1
 
 
-def test_bad_level_is_a_clear_error():
-    with pytest.raises(ValueError, match="CONSOLE_LOG_LEVEL"):
+def test_bad_level_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="log level"):
         logs.configure_logging(level="LOUD", stream=io.StringIO())
+    with pytest.raises(ConfigError, match="CONSOLE_LOG_LEVEL"):
+        load_settings({"CONSOLE_LOG_LEVEL": "LOUD"}, instance_path=tmp_path)
+
+
+def test_the_level_comes_from_the_settings(tmp_path):
+    assert load_settings({}, instance_path=tmp_path).log_level == "INFO"
+    settings = load_settings({"CONSOLE_LOG_LEVEL": "debug"}, instance_path=tmp_path)
+    assert settings.log_level == "DEBUG"
 
 
 # --- the real worker, a real SMTP server: nothing private reaches the logs -------------

@@ -8,7 +8,13 @@ import json
 
 import pytest
 
-from console.mail.render import TemplateCatalog, TemplateError, build_message, default_catalog
+from console.mail.render import (
+    CatalogError,
+    TemplateCatalog,
+    TemplateError,
+    build_message,
+    default_catalog,
+)
 from console.outbox import enqueue
 from console.paths import EMAIL_TEMPLATES_DIR
 
@@ -86,3 +92,24 @@ def test_template_versions_are_kept_apart(tmp_path):
     assert catalog.render("note", 2, {"x": "a"}).subject == "New a"
     with pytest.raises(TemplateError):
         catalog.resolve("note@3")
+
+
+def test_every_shipped_template_passes_the_start_up_check():
+    catalog = TemplateCatalog()
+    catalog.check()
+    assert set(SHIPPED) <= set(catalog.names())
+    assert catalog.overridden == []
+
+
+def test_a_syntax_error_names_the_file(tmp_path):
+    folder = tmp_path / "note" / "v1"
+    folder.mkdir(parents=True)
+    (folder / "subject.txt").write_text("Hi {% if x %}")
+    (folder / "body.txt").write_text("body")
+    (tmp_path / "note" / "settings.toml").write_text("current_version = 1\n")
+    (tmp_path / "note" / "example.json").write_text('{"x": 1}')
+    catalog = TemplateCatalog(tmp_path)
+    with pytest.raises(TemplateError, match=str(folder / "subject.txt")):
+        catalog.render("note", 1, {"x": 1})
+    with pytest.raises(CatalogError, match=str(folder / "subject.txt")):
+        catalog.check()

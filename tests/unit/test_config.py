@@ -2,7 +2,7 @@
 
 import pytest
 
-from console.config import ConfigError, load_settings
+from console.config import ConfigError, load_enqueue_settings, load_settings
 
 BAD = [
     ("CONSOLE_BATCH_SIZE", "many"),
@@ -48,3 +48,46 @@ def test_create_app_fails_at_start_up_on_a_bad_setting(tmp_path):
 
     with pytest.raises(ConfigError, match="CONSOLE_LEASE_SECONDS"):
         create_app({"CONSOLE_LEASE_SECONDS": "soon", "CONSOLE_DATABASE_URL": "sqlite://"})
+
+
+def test_email_templates_must_be_an_existing_directory(tmp_path):
+    missing = tmp_path / "no-such-dir"
+    with pytest.raises(ConfigError, match="CONSOLE_EMAIL_TEMPLATES") as error:
+        load_settings({"CONSOLE_EMAIL_TEMPLATES": str(missing)}, instance_path=tmp_path)
+    assert "does not exist" in str(error.value)
+    a_file = tmp_path / "templates.txt"
+    a_file.write_text("")
+    with pytest.raises(ConfigError, match="CONSOLE_EMAIL_TEMPLATES.*not a directory"):
+        load_settings({"CONSOLE_EMAIL_TEMPLATES": str(a_file)}, instance_path=tmp_path)
+    settings = load_settings({"CONSOLE_EMAIL_TEMPLATES": str(tmp_path)}, instance_path=tmp_path)
+    assert settings.email_templates_dir == tmp_path.resolve()
+    assert load_settings({}, instance_path=tmp_path).email_templates_dir is None
+
+
+def test_overrides_take_precedence_over_the_environment(tmp_path):
+    settings = load_settings(
+        {"CONSOLE_BATCH_SIZE": "7", "CONSOLE_POLL_SECONDS": "2"},
+        instance_path=tmp_path,
+        overrides={"CONSOLE_BATCH_SIZE": "9"},
+    )
+    assert (settings.batch_size, settings.poll_seconds) == (9, 2.0)
+
+
+def test_enqueue_settings_create_nothing_and_check_the_same_way(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    settings = load_enqueue_settings({"CONSOLE_MESSAGE_ID_DOMAIN": "mail.shop.example"})
+    assert settings.message_id_domain == "mail.shop.example"
+    assert (settings.database_url, settings.secret_key) == ("", "")
+    assert list(tmp_path.iterdir()) == [], "no instance folder, no secret key file"
+    with pytest.raises(ConfigError, match="CONSOLE_MAX_PARAMS_BYTES"):
+        load_enqueue_settings({"CONSOLE_MAX_PARAMS_BYTES": "lots"})
+
+
+def test_log_level_and_test_switches_are_settings(tmp_path):
+    settings = load_settings(
+        {"CONSOLE_LOG_LEVEL": "warning", "CONSOLE_TEST_CRASH_AT": "envelope"},
+        instance_path=tmp_path,
+    )
+    assert (settings.log_level, settings.test_crash_at) == ("WARNING", "envelope")
+    with pytest.raises(ConfigError, match="CONSOLE_LOG_LEVEL"):
+        load_settings({"CONSOLE_LOG_LEVEL": "chatty"}, instance_path=tmp_path)
