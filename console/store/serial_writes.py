@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from console.store import claims as store
+from console.store import attempt_records as store
 
 
 class SerialWrites:

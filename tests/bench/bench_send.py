@@ -40,7 +40,8 @@ from console.outbox import enqueue, new_message_id  # noqa: E402
 from console.store.database import make_engine, make_session_factory  # noqa: E402
 from console.transports.smtp import SmtpTransport  # noqa: E402
 from console.vocabulary import SUBMITTED
-from console.worker.loop import Worker, WorkerSettings  # noqa: E402
+from console.worker.loop import Worker
+from console.worker.settings import WorkerSettings  # noqa: E402
 from tests.conftest import migrate_to_head  # noqa: E402
 from tests.support import pgcluster  # noqa: E402
 from tests.support.smtp_server import SubprocessSMTPServer  # noqa: E402

@@ -25,7 +25,8 @@ from console.outbox import enqueue
 from console.store.database import make_engine, make_session_factory
 from console.transports.memory import MemoryTransport
 from console.vocabulary import AMBIGUOUS, DATA_SENT, PENDING, SENDING, SUBMITTED
-from console.worker.loop import Worker, WorkerSettings
+from console.worker.loop import Worker
+from console.worker.settings import WorkerSettings
 from tests.support import pgcluster
 from tests.support.commands import CONSOLE_BIN
 from tests.support.smtp_server import ScriptedSMTPServer

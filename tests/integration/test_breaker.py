@@ -247,7 +247,8 @@ def make_guarded_worker(session_factory, smtp_server, clock):
     from console.core.backoff import Backoff
     from console.core.lifecycle import RetryPolicy
     from console.transports.smtp import SmtpTransport
-    from console.worker.loop import Worker, WorkerSettings
+    from console.worker.loop import Worker
+    from console.worker.settings import WorkerSettings
 
     settings = WorkerSettings(
         mail_from="Shop <shop@example.com>",

@@ -153,7 +153,8 @@ def test_the_worker_defers_a_throttling_domain_and_keeps_sending_to_others(sessi
     from console.outbox import enqueue
     from console.transports.smtp import SmtpTransport
     from console.worker.guard import GuardPolicy
-    from console.worker.loop import Worker, WorkerSettings
+    from console.worker.loop import Worker
+    from console.worker.settings import WorkerSettings
     from tests.support.smtp_server import ScriptedSMTPServer
 
     throttled = [f"{name}@throttle.example" for name in "abcdef"]

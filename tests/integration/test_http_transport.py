@@ -329,7 +329,8 @@ def test_worker_retries_an_unknown_outcome_once_and_matches_an_early_event(
     from console.outbox import enqueue
     from console.store.events import record_events
     from console.vocabulary import PENDING, SUBMITTED
-    from console.worker.loop import Worker, WorkerSettings
+    from console.worker.loop import Worker
+    from console.worker.settings import WorkerSettings
 
     settings = WorkerSettings(
         mail_from="Shop <shop@example.com>", retry=RetryPolicy(Backoff(30, 3600, 5), 5, 86400)

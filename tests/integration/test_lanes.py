@@ -14,7 +14,8 @@ from console.models import Intent, utcnow
 from console.outbox import enqueue
 from console.transports.memory import MemoryTransport
 from console.vocabulary import BULK, DATA_SENT, PENDING, SUBMITTED
-from console.worker.loop import Worker, WorkerSettings
+from console.worker.loop import Worker
+from console.worker.settings import WorkerSettings
 
 BULK_BACKLOG = 20_000
 BATCH_SIZE = 50

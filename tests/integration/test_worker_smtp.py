@@ -26,7 +26,8 @@ from console.vocabulary import (
     SUPPRESSED,
 )
 from console.worker.eligibility import EligibilityPolicy
-from console.worker.loop import Worker, WorkerSettings
+from console.worker.loop import Worker
+from console.worker.settings import WorkerSettings
 from tests.support.commands import CONSOLE_BIN
 from tests.support.smtp_server import ScriptedSMTPServer
 

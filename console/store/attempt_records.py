@@ -1,0 +1,88 @@
+"""T2 of the send loop: the per-message writes, each its own short transaction.
+
+``mark_data_sent`` commits "the body may leave now" before it does;
+``record_outcome`` moves the intent only if this lease still holds it
+(compare-and-set on the lease token). Both commit (or roll back) themselves, on
+the connection ``writer`` gives: in autocommit mode on PostgreSQL, where each is
+one atomic statement.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import Connection, Engine
+
+from console.core.classify import Classification, enhanced_status_of
+from console.core.lifecycle import Decision
+from console.core.send_result import SendResult
+from console.store import send_statements as s
+from console.store.claims import Claim
+from console.vocabulary import SUBMITTED
+
+
+def writer(engine: Engine) -> Connection:
+    """A connection for the per-message writes of one tick.
+
+    Each of them is a single atomic statement on PostgreSQL, so the connection is
+    in autocommit mode there: one round trip per write.
+    """
+    connection = engine.connect()
+    if engine.dialect.name == "postgresql":
+        return connection.execution_options(isolation_level="AUTOCOMMIT")
+    return connection
+
+
+def mark_data_sent(connection: Connection, attempt_id: int) -> bool:
+    """Commit that the body is about to leave; False when the lease was swept meanwhile."""
+    marked = connection.execute(s.MARK_DATA_SENT, {"b_id": attempt_id}).rowcount == 1
+    connection.commit()
+    return marked
+
+
+def record_outcome(
+    connection: Connection,
+    claim: Claim,
+    result: SendResult,
+    classification: Classification,
+    decision: Decision,
+    now: dt.datetime,
+) -> bool:
+    """T2: move the intent only if this lease still holds it; False for a stale worker."""
+    submitted = decision.status == SUBMITTED
+    values = dict(
+        b_id=claim.intent.id,
+        b_token=claim.lease_token,
+        b_status=decision.status,
+        b_reason=s.clip(decision.reason, s.ERROR_TEXT_LIMIT),
+        b_now=now,
+        b_next_attempt_at=decision.next_attempt_at,
+        b_submitted_at=now if submitted else None,
+        b_submitted_provider_id=result.provider_message_id if submitted else None,
+        b_attempt_id=claim.attempt_id,
+        b_stage=result.stage,
+        b_outcome=classification.outcome,
+        b_reply_code=result.code,
+        b_enhanced_status=_enhanced_status(result),
+        b_reply_text=s.clip(result.reply_text, s.REPLY_TEXT_LIMIT),
+        b_error=s.clip(result.error, s.ERROR_TEXT_LIMIT),
+        b_provider_message_id=result.provider_message_id,
+        b_duration_ms=result.duration_ms,
+    )
+    if connection.dialect.name == "postgresql":
+        recorded = connection.execute(s.RECORD_IF_MOVED, values).first() is not None
+    else:
+        recorded = connection.execute(s.MOVE_LEASED_INTENT, values).rowcount == 1
+        if recorded:
+            connection.execute(s.RECORD_ATTEMPT, values)
+    if recorded:
+        connection.commit()
+    else:
+        connection.rollback()
+    return recorded
+
+
+def _enhanced_status(result: SendResult) -> str | None:
+    if result.protocol != "smtp":
+        return result.enhanced_status
+    return result.enhanced_status or enhanced_status_of(result.reply_text)

@@ -1,0 +1,81 @@
+"""One log line per decision of the send loop: ids, stage, outcome, retry; no params or bodies."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from console.core.lifecycle import Decision
+from console.vocabulary import ACCEPTED
+
+log = logging.getLogger("console.worker.loop")
+
+
+def log_decision(
+    decision: Decision,
+    intent_id: int,
+    attempt_id: int | None,
+    stage: str | None,
+    outcome: str | None = None,
+    code: int | None = None,
+    now: dt.datetime | None = None,
+) -> None:
+    """One line per decision: ids, stage, outcome and retry decision; never params or bodies.
+
+    Plain acceptances are DEBUG; every failure, retry, hold or dead letter is INFO or ERROR.
+    """
+    level = logging.ERROR if decision.alert else logging.INFO
+    if outcome == ACCEPTED and not decision.alert:
+        level = logging.DEBUG
+    retry_in_seconds = None
+    if decision.next_attempt_at is not None and now is not None:
+        retry_in_seconds = round((decision.next_attempt_at - now).total_seconds(), 3)
+    log.log(
+        level,
+        "intent=%s attempt=%s stage=%s outcome=%s code=%s -> %s retry_in=%s",
+        intent_id,
+        attempt_id,
+        stage,
+        outcome,
+        code,
+        decision.status,
+        retry_in_seconds,
+        extra=dict(
+            intent_id=intent_id,
+            attempt_id=attempt_id,
+            stage=stage,
+            outcome=outcome,
+            code=code,
+            decision=decision.status,
+            retry_in_seconds=retry_in_seconds,
+        ),
+    )
+
+
+def log_expired_lease(lease, decision: Decision) -> None:
+    """Warn that a silent worker's lease was taken back, and where its intent went."""
+    log.warning(
+        "lease expired: intent=%s attempt=%s stage=%s -> %s",
+        lease.intent.id,
+        lease.attempt_id,
+        lease.stage,
+        decision.status,
+        extra=dict(
+            intent_id=lease.intent.id,
+            attempt_id=lease.attempt_id,
+            stage=lease.stage,
+            status=decision.status,
+        ),
+    )
+
+
+def log_stale_attempt(intent_id: int, attempt_id: int, outcome: str) -> None:
+    """Warn that an outcome was not recorded because the lease was taken back meanwhile."""
+    log.warning(
+        "stale attempt not recorded: intent=%s attempt=%s outcome=%s; the lease was "
+        "taken back meanwhile",
+        intent_id,
+        attempt_id,
+        outcome,
+        extra=dict(intent_id=intent_id, attempt_id=attempt_id, outcome=outcome),
+    )

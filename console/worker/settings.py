@@ -1,0 +1,36 @@
+"""The part of the product's settings the send loop needs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from console.config import Settings
+from console.core.backoff import Backoff
+from console.core.classify import Overrides, parse_overrides
+from console.core.lifecycle import RetryPolicy
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerSettings:
+    """The part of the product's settings the send loop needs."""
+
+    mail_from: str
+    retry: RetryPolicy
+    batch_size: int = 50
+    lease_seconds: float = 300.0
+    concurrency: int = 1
+    overrides: Overrides = Overrides()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WorkerSettings:
+        backoff = Backoff(
+            settings.retry_base_seconds, settings.retry_cap_seconds, settings.retry_floor_seconds
+        )
+        return cls(
+            mail_from=settings.mail_from,
+            retry=RetryPolicy(backoff, settings.max_attempts, settings.max_age_seconds),
+            batch_size=settings.batch_size,
+            lease_seconds=settings.lease_seconds,
+            concurrency=settings.smtp_connections,
+            overrides=parse_overrides(settings.classify_overrides),
+        )
