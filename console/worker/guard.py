@@ -19,84 +19,22 @@ import datetime as dt
 import logging
 from collections.abc import Sequence
 
-from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from console.config import Settings
 from console.core import breaker
 from console.core.breaker import BreakerPolicy, BreakerState
 from console.core.domain_backoff import (
-    Deferral,
     DomainBackoffPolicy,
     DomainRuns,
     recipient_domain,
 )
-from console.models import AlertState, Intent, LaneBreaker
+from console.models import AlertState
 from console.ops import metrics
-from console.vocabulary import CLOSED, HALF_OPEN, LANES, OPEN, PENDING
+from console.store import send_guards
+from console.vocabulary import CLOSED, HALF_OPEN, LANES, OPEN
 
 log = logging.getLogger(__name__)
-
-_LIKE_SPECIALS = str.maketrans({"%": r"\%", "_": r"\_", "\\": r"\\"})
-
-
-def read_breakers(session: Session) -> dict[str, BreakerState]:
-    """Return every lane's breaker state (closed when the lane has no row yet)."""
-    rows = {row.lane: row for row in session.execute(select(LaneBreaker)).scalars()}
-    return {lane: _state_of(rows.get(lane)) for lane in LANES}
-
-
-def _state_of(row: LaneBreaker | None) -> BreakerState:
-    if row is None:
-        return BreakerState()
-    return BreakerState(row.state, row.trips, row.failure_rate, row.opened_at, row.resume_at)
-
-
-def _write(
-    session: Session,
-    lane: str,
-    expected: BreakerState,
-    new: BreakerState,
-    now: dt.datetime,
-    owner: str | None = None,
-) -> bool:
-    """Move `lane` from `expected` to `new` unless another worker moved it first."""
-    values = dict(
-        state=new.state,
-        trips=new.trips,
-        failure_rate=new.failure_rate,
-        opened_at=new.opened_at,
-        resume_at=new.resume_at,
-        probe_owner=owner,
-        updated_at=now,
-    )
-    if expected.state == CLOSED and expected.trips == 0:
-        if _insert_if_absent(session, lane, values):
-            return True
-    moved = session.execute(
-        update(LaneBreaker)
-        .where(
-            LaneBreaker.lane == lane,
-            LaneBreaker.state == expected.state,
-            LaneBreaker.trips == expected.trips,
-        )
-        .values(**values)
-    ).rowcount
-    return moved == 1
-
-
-def _insert_if_absent(session: Session, lane: str, values: dict) -> bool:
-    if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    statement = (
-        insert(LaneBreaker)
-        .values(lane=lane, **values)
-        .on_conflict_do_nothing(index_elements=["lane"])
-        .returning(LaneBreaker.lane)
-    )
-    return session.execute(statement).scalar_one_or_none() is not None
 
 
 def lane_pause_notices(
@@ -122,20 +60,6 @@ def lane_pause_notices(
         elif state.state == HALF_OPEN:
             notices.append(f"The {lane} lane is paused: one probe is testing the provider")
     return notices
-
-
-def defer_domain(session: Session, deferral: Deferral) -> int:
-    """Move every pending intent of the domain due before `until` to `until`."""
-    pattern = "%@" + deferral.domain.translate(_LIKE_SPECIALS)
-    return session.execute(
-        update(Intent)
-        .where(
-            Intent.status == PENDING,
-            Intent.next_attempt_at < deferral.until,
-            Intent.recipient.like(pattern, escape="\\"),
-        )
-        .values(next_attempt_at=deferral.until)
-    ).rowcount
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,7 +101,7 @@ class SendGuard:
 
     def lane_limits(self, session: Session, now: dt.datetime, batch_size: int) -> dict[str, int]:
         """Return how many intents this worker may claim per lane now (0: paused, 1: probe)."""
-        previous, self.states = self.states, read_breakers(session)
+        previous, self.states = self.states, send_guards.read_breakers(session)
         limits = {}
         for lane, state in self.states.items():
             if state.state == CLOSED and previous[lane].state != CLOSED:
@@ -191,7 +115,9 @@ class SendGuard:
 
     def _take_probe(self, session: Session, lane: str, state: BreakerState, now) -> str:
         probing = breaker.start_probe(state, self.policy.breaker, now)
-        if not _write(session, lane, state, probing, now, owner=self.worker_id):
+        if not send_guards.write_breaker_state(
+            session, lane, state, probing, now, owner=self.worker_id
+        ):
             return breaker.PAUSED
         self.states[lane] = probing
         self.probing.add(lane)
@@ -210,7 +136,7 @@ class SendGuard:
         self.probing.discard(lane)
         state = self.states[lane]
         reopened = dataclasses.replace(state, state=OPEN, resume_at=now)
-        _write(session, lane, state, reopened, now)
+        send_guards.write_breaker_state(session, lane, state, reopened, now)
         session.commit()
 
     def after_outcome(
@@ -232,7 +158,7 @@ class SendGuard:
                 self._count_towards_breaker(session, lane, outcome, code, now)
         deferral = self.domain_runs.record(recipient_domain(recipient), outcome, code, now)
         if deferral is not None:
-            deferred = defer_domain(session, deferral)
+            deferred = send_guards.defer_domain(session, deferral)
             metrics.DOMAIN_DEFERRALS.inc()
             log.warning(
                 "recipient domain deferred after a run of 4yz",
@@ -244,7 +170,7 @@ class SendGuard:
         self.probing.discard(lane)
         state = self.states[lane]
         settled = breaker.after_probe(state, outcome, self.policy.breaker, now, code)
-        if _write(session, lane, state, settled, now):
+        if send_guards.write_breaker_state(session, lane, state, settled, now):
             self.states[lane] = settled
             self.windows[lane].clear()
         log.warning(
@@ -260,7 +186,7 @@ class SendGuard:
         if opened is None:
             return
         window.clear()
-        if _write(session, lane, state, opened, now):
+        if send_guards.write_breaker_state(session, lane, state, opened, now):
             self.states[lane] = opened
             log.error(
                 "circuit breaker opened: lane paused",

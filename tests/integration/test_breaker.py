@@ -8,8 +8,9 @@ import pytest
 
 from console.core import breaker
 from console.core.breaker import NORMAL, PAUSED, PROBE, BreakerPolicy, BreakerState, FailureWindow
+from console.store.send_guards import read_breakers
 from console.vocabulary import CLOSED, HALF_OPEN, OPEN
-from console.worker.guard import GuardPolicy, SendGuard, read_breakers
+from console.worker.guard import GuardPolicy, SendGuard
 
 T0 = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.UTC)
 POLICY = BreakerPolicy(window_attempts=10, failure_rate=0.5, open_seconds=30, max_open_seconds=100)

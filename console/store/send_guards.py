@@ -1,0 +1,92 @@
+"""The shared state of the send loop's protections: lane breakers and per-domain deferral.
+
+Every worker reads and writes these rows, so all of them obey one breaker and
+one deferral; the console shows them. Nothing here commits: the caller does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from console.core.breaker import BreakerState
+from console.core.domain_backoff import Deferral
+from console.models import Intent, LaneBreaker
+from console.vocabulary import CLOSED, LANES, PENDING
+
+_LIKE_SPECIALS = str.maketrans({"%": r"\%", "_": r"\_", "\\": r"\\"})
+
+
+def read_breakers(session: Session) -> dict[str, BreakerState]:
+    """Return every lane's breaker state (closed when the lane has no row yet)."""
+    rows = {row.lane: row for row in session.execute(select(LaneBreaker)).scalars()}
+    return {lane: _state_of(rows.get(lane)) for lane in LANES}
+
+
+def _state_of(row: LaneBreaker | None) -> BreakerState:
+    if row is None:
+        return BreakerState()
+    return BreakerState(row.state, row.trips, row.failure_rate, row.opened_at, row.resume_at)
+
+
+def write_breaker_state(
+    session: Session,
+    lane: str,
+    expected: BreakerState,
+    new: BreakerState,
+    now: dt.datetime,
+    owner: str | None = None,
+) -> bool:
+    """Move `lane` from `expected` to `new` unless another worker moved it first."""
+    values = dict(
+        state=new.state,
+        trips=new.trips,
+        failure_rate=new.failure_rate,
+        opened_at=new.opened_at,
+        resume_at=new.resume_at,
+        probe_owner=owner,
+        updated_at=now,
+    )
+    if expected.state == CLOSED and expected.trips == 0:
+        if _insert_breaker_if_absent(session, lane, values):
+            return True
+    moved = session.execute(
+        update(LaneBreaker)
+        .where(
+            LaneBreaker.lane == lane,
+            LaneBreaker.state == expected.state,
+            LaneBreaker.trips == expected.trips,
+        )
+        .values(**values)
+    ).rowcount
+    return moved == 1
+
+
+def _insert_breaker_if_absent(session: Session, lane: str, values: dict) -> bool:
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    statement = (
+        insert(LaneBreaker)
+        .values(lane=lane, **values)
+        .on_conflict_do_nothing(index_elements=["lane"])
+        .returning(LaneBreaker.lane)
+    )
+    return session.execute(statement).scalar_one_or_none() is not None
+
+
+def defer_domain(session: Session, deferral: Deferral) -> int:
+    """Move every pending intent of the domain due before `until` to `until`."""
+    pattern = "%@" + deferral.domain.translate(_LIKE_SPECIALS)
+    return session.execute(
+        update(Intent)
+        .where(
+            Intent.status == PENDING,
+            Intent.next_attempt_at < deferral.until,
+            Intent.recipient.like(pattern, escape="\\"),
+        )
+        .values(next_attempt_at=deferral.until)
+    ).rowcount
