@@ -10,7 +10,7 @@ from flask import Flask
 from console import outbox, web
 from console.config import load_settings
 from console.ops import logs
-from console.paths import MIGRATIONS_DIR, STATIC_DIR, TEMPLATES_DIR
+from console.paths import MIGRATIONS_DIR, STATIC_DIR, TEMPLATES_DIR, instance_dir
 from console.store import database
 from console.web.extensions import db, login_manager, migrate
 
@@ -27,6 +27,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         __name__,
         template_folder=str(TEMPLATES_DIR),
         static_folder=str(STATIC_DIR),
+        instance_path=str(instance_dir()),
         instance_relative_config=False,
     )
     overrides = dict(config or {})

@@ -9,7 +9,6 @@ below this module reaches for Flask's ``current_app``.
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sys
 import threading
@@ -34,8 +33,6 @@ from console.worker.scheduler_bridge import start_embedded_worker
 
 log = logging.getLogger(__name__)
 
-CRASH_VARIABLE = "CONSOLE_TEST_CRASH_AT"  # test-only: see console.worker.loop.CRASH_POINTS
-
 
 def _settings() -> Settings:
     return current_app.extensions["console.settings"]
@@ -51,7 +48,7 @@ def main() -> None:
 def worker_command() -> None:
     """Send queued mail until SIGTERM or SIGINT, then record what is in flight and exit."""
     settings = _settings()
-    worker = Worker.from_settings(settings, crash_at=os.environ.get(CRASH_VARIABLE) or None)
+    worker = Worker.from_settings(settings, crash_at=settings.test_crash_at)
     wake = threading.Event()
 
     def stop(signum: int, frame: object) -> None:

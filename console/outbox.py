@@ -22,7 +22,6 @@ from console.mail.template_settings import TemplateError
 from console.models import Intent, utcnow
 from console.store.intent_insert import insert_intent_once
 from console.store.intent_lookup import intent_by_key
-from console.store.suppression_lookup import is_suppressed as is_suppressed  # re-exported
 from console.vocabulary import LANES, PENDING
 from console.worker import wakeup
 

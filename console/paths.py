@@ -29,3 +29,12 @@ TEMPLATES_DIR = DATA_ROOT / "templates"
 EMAIL_TEMPLATES_DIR = TEMPLATES_DIR / "email"
 STATIC_DIR = DATA_ROOT / "static"
 MIGRATIONS_DIR = DATA_ROOT / "migrations"
+
+
+def instance_dir() -> Path:
+    """The folder of the default SQLite database and local secret: ``instance/``.
+
+    In a checkout it sits at the repository root (git-ignored); an installed
+    wheel has no repository, so it is ``instance/`` in the working directory.
+    """
+    return (Path.cwd() if INSTALLED else PROJECT_ROOT) / "instance"

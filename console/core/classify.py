@@ -38,9 +38,6 @@ class Overrides:
         return self.by_code.get(code)
 
 
-NO_OVERRIDES = Overrides()
-
-
 def parse_overrides(text: str | None) -> Overrides:
     """Parse ``"552=transient,4.7.1=permanent"``; ValueError names the bad entry."""
     by_code: dict[int, str] = {}
@@ -67,7 +64,7 @@ def enhanced_status_of(reply_text: str | None) -> str | None:
     return ".".join(match.groups()) if match else None
 
 
-def classify(result: SendResult, overrides: Overrides = NO_OVERRIDES) -> Classification:
+def classify(result: SendResult, overrides: Overrides = Overrides()) -> Classification:
     """Return the outcome of `result` by the rules of DESIGN §5."""
     if result.error_type == RENDER_ERROR:
         return Classification(PERMANENT, _reason("message could not be built", result))

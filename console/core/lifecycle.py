@@ -13,7 +13,7 @@ import random as _random
 from collections.abc import Callable
 
 from console.core.backoff import Backoff
-from console.core.classify import Classification
+from console.core.outcomes import Classification
 from console.vocabulary import (
     ACCEPTED,
     AMBIGUOUS,

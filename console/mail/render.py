@@ -1,7 +1,7 @@
 """Email messages built from the catalog's rendering, with the intent's stored identity.
 
 The catalog itself (lookup by name and version, rendering, the application's own
-templates) is in ``console.mail.catalog``; its names are importable from here too.
+templates) is in ``console.mail.catalog``.
 """
 
 from __future__ import annotations
@@ -10,33 +10,8 @@ from email.message import EmailMessage
 from email.utils import format_datetime
 from typing import Any
 
-from console.mail.catalog import (
-    RenderedParts,
-    TemplateCatalog,
-    catalog_for,
-    configure,
-    default_catalog,
-)
-from console.mail.template_settings import (
-    AMBIGUITY_POLICIES,
-    CatalogError,
-    TemplateError,
-    TemplateSettings,
-)
+from console.mail.catalog import RenderedParts, TemplateCatalog, default_catalog
 from console.models import utcnow
-
-__all__ = [
-    "AMBIGUITY_POLICIES",
-    "CatalogError",
-    "RenderedParts",
-    "TemplateCatalog",
-    "TemplateError",
-    "TemplateSettings",
-    "build_message",
-    "catalog_for",
-    "configure",
-    "default_catalog",
-]
 
 
 def build_message(

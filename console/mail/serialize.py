@@ -20,7 +20,8 @@ from email.message import EmailMessage
 from email.utils import format_datetime
 from types import SimpleNamespace
 
-from console.mail.render import RenderedParts, build_message
+from console.mail.catalog import RenderedParts
+from console.mail.render import build_message
 
 CRLF = b"\r\n"
 MAX_LINE_BYTES = 998

@@ -1,1 +1,20 @@
-"""The queue's SQL, named by what each query does; callers never write SQL themselves."""
+"""Every SQL statement of the product, in modules named by what they read or write.
+
+Callers (the worker, views, jobs, commands) never write SQL themselves; they call
+these functions by name. The send loop's queries are ``claims`` (T1),
+``attempt_records`` (T2), ``lease_sweep`` and ``heartbeats``, built from
+``send_statements``.
+
+The transaction rule:
+
+- a function that takes a ``Session`` works inside the caller's transaction and
+  never commits — the caller (the worker's tick, a view, a command) commits or
+  rolls back the unit of work as a whole;
+- a function that takes a ``Connection`` from ``attempt_records.writer`` is one
+  unit of work on its own and commits it (``mark_data_sent``,
+  ``record_outcome``): each is a single statement on PostgreSQL;
+- a function that takes a session factory runs its own short transactions and
+  commits each (batched jobs such as retention);
+- ``intent_insert.insert_intent_once`` (what ``enqueue`` runs) adds to the
+  application's transaction and never commits.
+"""

@@ -13,8 +13,9 @@ import datetime as dt
 
 from sqlalchemy import Connection, Engine
 
-from console.core.classify import Classification, enhanced_status_of
+from console.core.classify import enhanced_status_of
 from console.core.lifecycle import Decision
+from console.core.outcomes import Classification
 from console.core.send_result import SendResult
 from console.store import send_statements as s
 from console.store.claims import Claim

@@ -7,9 +7,9 @@ import datetime as dt
 from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
-from console.mail.render import TemplateError, default_catalog
+from console.mail.catalog import default_catalog
+from console.mail.template_settings import TemplateError
 from console.models import Intent, utcnow
-from console.outbox import is_suppressed
 from console.store.actions import (
     ActionRefused,
     ActionResult,
@@ -20,6 +20,7 @@ from console.store.actions import (
     required_reason,
 )
 from console.store.audit import audit_values, write_audit
+from console.store.suppression_lookup import is_suppressed
 from console.vocabulary import DEAD, PENDING, REQUEUEABLE_STATUSES
 
 

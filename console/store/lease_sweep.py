@@ -19,8 +19,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from console.core.classify import Classification
 from console.core.lifecycle import Decision
+from console.core.outcomes import Classification
 from console.models import Attempt, Intent
 from console.store import send_statements as s
 from console.vocabulary import CLAIMED, SENDING

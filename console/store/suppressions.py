@@ -11,7 +11,6 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from console.models import Intent, Suppression, utcnow
-from console.outbox import is_suppressed
 from console.store.actions import (
     ActionRefused,
     StaleAction,
@@ -21,6 +20,7 @@ from console.store.actions import (
 )
 from console.store.audit import audit_values, write_audit
 from console.store.sql import PAGE_SIZE, dialect_of, prefix_match
+from console.store.suppression_lookup import is_suppressed
 from console.vocabulary import SUPPRESSED
 
 

@@ -16,7 +16,9 @@ from flask import (
 )
 from flask_login import current_user
 
-from console.mail.render import TemplateError, build_message, default_catalog
+from console.mail.catalog import default_catalog
+from console.mail.render import build_message
+from console.mail.template_settings import TemplateError
 from console.store import (
     actions,
     bulk,

@@ -6,8 +6,9 @@ import datetime as dt
 
 from console.core.classify import RENDER_ERROR
 from console.core.send_result import SendResult
-from console.mail.render import TemplateCatalog, TemplateError
+from console.mail.catalog import TemplateCatalog
 from console.mail.serialize import serialize_message
+from console.mail.template_settings import TemplateError
 from console.store.claims import Claim
 from console.transports.base import OutgoingEmail
 from console.vocabulary import CLAIMED

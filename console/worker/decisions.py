@@ -13,7 +13,6 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
-from console.core.classify import Classification
 from console.core.lifecycle import (
     Decision,
     IntentFacts,
@@ -23,8 +22,10 @@ from console.core.lifecycle import (
     decide_after_attempt,
     decide_at_claim,
 )
+from console.core.outcomes import Classification
 from console.core.send_result import handed_over
-from console.mail.render import TemplateCatalog, TemplateError
+from console.mail.catalog import TemplateCatalog
+from console.mail.template_settings import TemplateError
 from console.store.lease_sweep import ExpiredLease
 from console.store.send_statements import DueIntent
 from console.vocabulary import PENDING

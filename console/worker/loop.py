@@ -26,10 +26,11 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from console.config import Settings
-from console.core.classify import Classification, classify
+from console.core.classify import classify
 from console.core.lifecycle import Decision
+from console.core.outcomes import Classification
 from console.core.send_result import SendResult
-from console.mail.render import TemplateCatalog, default_catalog
+from console.mail.catalog import TemplateCatalog, catalog_for, default_catalog
 from console.models import utcnow
 from console.ops import metrics
 from console.store import attempt_records, claims, heartbeats, lease_sweep
@@ -127,6 +128,7 @@ class Worker:
         """A worker on the configured database and transport, with its own engine."""
         engine = make_engine(settings.database_url)
         options.setdefault("guard_policy", GuardPolicy.from_settings(settings))
+        options.setdefault("catalog", catalog_for(settings))
         worker = cls(
             make_session_factory(engine),
             make_transport(settings),

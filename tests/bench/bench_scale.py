@@ -177,7 +177,7 @@ def drain_rate(
 def _bare_client(port: int, count: int, connections: int, results) -> None:
     from aiosmtplib import SMTP
 
-    from console.mail.render import default_catalog
+    from console.mail.catalog import default_catalog
     from console.mail.serialize import serialize_message
 
     catalog = default_catalog()

@@ -34,7 +34,8 @@ from sqlalchemy import func, select  # noqa: E402
 
 from console.core.backoff import Backoff  # noqa: E402
 from console.core.lifecycle import RetryPolicy  # noqa: E402
-from console.mail.render import build_message, default_catalog  # noqa: E402
+from console.mail.catalog import default_catalog  # noqa: E402
+from console.mail.render import build_message  # noqa: E402
 from console.models import Intent
 from console.outbox import enqueue, new_message_id  # noqa: E402
 from console.store.database import make_engine, make_session_factory  # noqa: E402

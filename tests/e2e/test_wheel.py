@@ -248,8 +248,17 @@ def test_installed_wheel_upgrades_serves_and_enqueues(installed: Installed):
     assert not any(installed.workdir.iterdir()), "the console wrote into the working directory"
 
 
-@pytest.mark.xfail(strict=False, reason="until create_app moves to console/app.py")
 def test_installed_outbox_imports_no_flask(installed: Installed):
     result = installed.run([str(installed.python), "-c", NO_FLASK_SCRIPT], what="import outbox")
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     assert loaded == [], f"import console.outbox loaded {loaded}"
+
+
+def test_installed_console_keeps_its_default_database_in_instance_of_the_working_directory(
+    installed: Installed, tmp_path: Path
+):
+    env = installed.env()
+    del env["CONSOLE_DATABASE_URL"], env["CONSOLE_SECRET_KEY"]
+    _run([str(installed.console), "db", "upgrade"], what="db upgrade", cwd=tmp_path, env=env)
+    assert (tmp_path / "instance" / "console.db").is_file()
+    assert (tmp_path / "instance" / "secret_key").is_file()

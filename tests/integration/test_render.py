@@ -8,13 +8,9 @@ import json
 
 import pytest
 
-from console.mail.render import (
-    CatalogError,
-    TemplateCatalog,
-    TemplateError,
-    build_message,
-    default_catalog,
-)
+from console.mail.catalog import TemplateCatalog, default_catalog
+from console.mail.render import build_message
+from console.mail.template_settings import CatalogError, TemplateError
 from console.outbox import enqueue
 from console.paths import EMAIL_TEMPLATES_DIR
 

@@ -8,7 +8,6 @@ import pytest
 
 from console import vocabulary
 from console.core.backoff import Backoff
-from console.core.classify import Classification
 from console.core.lifecycle import (
     IntentFacts,
     RetryPolicy,
@@ -17,6 +16,7 @@ from console.core.lifecycle import (
     decide_after_attempt,
     decide_at_claim,
 )
+from console.core.outcomes import Classification
 from console.core.send_result import handed_over
 from console.vocabulary import ACCEPTED, AMBIGUOUS, PERMANENT, STAGES, TRANSIENT
 

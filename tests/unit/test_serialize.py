@@ -13,7 +13,8 @@ from types import SimpleNamespace
 import jinja2.meta
 import pytest
 
-from console.mail.render import RenderedParts, build_message, default_catalog
+from console.mail.catalog import RenderedParts, default_catalog
+from console.mail.render import build_message
 from console.mail.serialize import MAX_LINE_BYTES, encode_body, serialize_message
 
 DATE = dt.datetime(2026, 11, 29, 12, 30, 5, 123456, tzinfo=dt.UTC)
