@@ -30,15 +30,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from console.config import Settings
-from console.mail.render import TemplateCatalog, default_catalog
-from console.models import AlertState, Attempt, Intent, LaneBreaker, utcnow
+from console.mail.catalog import TemplateCatalog, default_catalog
+from console.models import AlertState, utcnow
 from console.outbox import enqueue
+from console.store import alert_checks, alert_states
+from console.store.alert_states import RESOLVED
 from console.store.sender_rates import sender_rates
-from console.vocabulary import AMBIGUOUS, CRITICAL, DEAD, PENDING
+from console.vocabulary import CRITICAL
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,6 @@ SENDER_RATE = "sender_rate"
 AUTH_FAILURE_CODES = (401, 403, 530, 535)
 ALERT_TEMPLATE = "ops-alert"
 WEBHOOK_RETRY_SECONDS = 60.0
-FIRING, RESOLVED = "firing", "resolved"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,17 +75,9 @@ def _ago(now: dt.datetime, seconds: float) -> dt.datetime:
     return now - dt.timedelta(seconds=seconds)
 
 
-def _changed_at():
-    return func.coalesce(Intent.updated_at, Intent.created_at)
-
-
 def dead_letters(session: Session, settings: Settings, now: dt.datetime) -> list[Condition]:
     since = _ago(now, settings.alert_dead_window_seconds)
-    count, newest = session.execute(
-        select(func.count(), func.max(Intent.id)).where(
-            Intent.status == DEAD, _changed_at() >= since
-        )
-    ).one()
+    count, newest = alert_checks.count_dead_since(session, since)
     if not count:
         return []
     summary = (
@@ -96,11 +88,7 @@ def dead_letters(session: Session, settings: Settings, now: dt.datetime) -> list
 
 def ambiguous_waiting(session: Session, settings: Settings, now: dt.datetime) -> list[Condition]:
     threshold = settings.alert_ambiguous_after_seconds
-    count, oldest = session.execute(
-        select(func.count(), func.min(_changed_at())).where(
-            Intent.status == AMBIGUOUS, _changed_at() < _ago(now, threshold)
-        )
-    ).one()
+    count, oldest = alert_checks.count_ambiguous_before(session, _ago(now, threshold))
     if not count:
         return []
     waited = (now - oldest).total_seconds()
@@ -139,11 +127,8 @@ def pending_too_long(
         [settings.alert_pending_age_critical_seconds, settings.alert_pending_age_bulk_seconds]
         + [t for name in catalog.names() if (t := _pending_age_target(str(catalog.root), name))]
     )
-    rows = session.execute(  # only intents older than every target: an index range
-        select(Intent.template, Intent.lane, func.min(Intent.created_at))
-        .where(Intent.status == PENDING, Intent.created_at < _ago(now, shortest_target))
-        .group_by(Intent.template, Intent.lane)
-    ).all()
+    # only intents older than every target: an index range
+    rows = alert_checks.oldest_pending_by_template(session, _ago(now, shortest_target))
     found = []
     for template, lane, oldest in rows:
         age_seconds = (now - oldest).total_seconds()
@@ -158,18 +143,13 @@ def pending_too_long(
 
 
 def breakers_open(session: Session, settings: Settings, now: dt.datetime) -> list[Condition]:
-    rows = session.execute(
-        select(LaneBreaker.lane, LaneBreaker.state, LaneBreaker.failure_rate).where(
-            LaneBreaker.state != "closed"
-        )
-    ).all()
     return [
         Condition(
             f"{BREAKER_OPEN}:{lane}",
             f"the {lane} lane is paused by its circuit breaker ({state})",
             {"lane": lane, "state": state, "failure_rate": rate},
         )
-        for lane, state, rate in rows
+        for lane, state, rate in alert_checks.held_back_lanes(session)
     ]
 
 
@@ -177,11 +157,7 @@ def provider_auth_failures(
     session: Session, settings: Settings, now: dt.datetime
 ) -> list[Condition]:
     since = _ago(now, settings.alert_auth_window_seconds)
-    count, code = session.execute(
-        select(func.count(), func.max(Attempt.reply_code)).where(
-            Attempt.started_at >= since, Attempt.reply_code.in_(AUTH_FAILURE_CODES)
-        )
-    ).one()
+    count, code = alert_checks.count_replies_since(session, since, AUTH_FAILURE_CODES)
     if not count:
         return []
     summary = (
@@ -228,52 +204,6 @@ def active_conditions(
     return found + pending_too_long(session, settings, now, catalog or default_catalog())
 
 
-def _insert_ignoring_conflict(session: Session, values: dict[str, Any]) -> bool:
-    """INSERT the row unless its condition exists; return whether it was inserted."""
-    if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    statement = (
-        insert(AlertState)
-        .values(**values)
-        .on_conflict_do_nothing(index_elements=["condition"])
-        .returning(AlertState.condition)
-    )
-    return session.execute(statement).scalar_one_or_none() is not None
-
-
-def fire(session: Session, condition: Condition, now: dt.datetime) -> bool:
-    """Mark `condition` active unless it already is; return whether this call did it."""
-    values = dict(
-        active=True,
-        summary=condition.summary,
-        details=condition.details,
-        fired_at=now,
-        cleared_at=None,
-        webhook_due=FIRING,
-        webhook_claimed_at=None,
-    )
-    if _insert_ignoring_conflict(session, dict(condition=condition.key, **values)):
-        return True
-    flipped = session.execute(
-        update(AlertState)
-        .where(AlertState.condition == condition.key, AlertState.active.is_(False))
-        .values(**values)
-    ).rowcount
-    return flipped == 1
-
-
-def clear(session: Session, key: str, now: dt.datetime) -> bool:
-    """Mark condition `key` cleared if it is active; return whether this call did it."""
-    flipped = session.execute(
-        update(AlertState)
-        .where(AlertState.condition == key, AlertState.active.is_(True))
-        .values(active=False, cleared_at=now, webhook_due=RESOLVED, webhook_claimed_at=None)
-    ).rowcount
-    return flipped == 1
-
-
 def _enqueue_alert_email(session: Session, settings: Settings, condition: Condition, now):
     enqueue(
         session,
@@ -291,39 +221,29 @@ def _enqueue_alert_email(session: Session, settings: Settings, condition: Condit
     )
 
 
+def _fire(session: Session, condition: Condition, now: dt.datetime) -> bool:
+    key, summary, details = condition.key, condition.summary, condition.details
+    return alert_states.mark_alert_firing(session, key, summary, details, now)
+
+
 def update_states(
     session: Session, settings: Settings, conditions: list[Condition], now: dt.datetime
 ) -> tuple[list[str], list[str]]:
     """Fire new conditions and clear those that no longer hold; return (fired, cleared)."""
     holding = {c.key for c in conditions}
-    active = set(
-        session.execute(select(AlertState.condition).where(AlertState.active.is_(True))).scalars()
-    )
+    active = alert_states.load_active_alert_keys(session)
     fired = []
     for condition in conditions:
-        if condition.key not in active and fire(session, condition, now):
+        if condition.key not in active and _fire(session, condition, now):
             fired.append(condition.key)
             if settings.alert_email:
                 _enqueue_alert_email(session, settings, condition, now)
             log.error(condition.summary, extra={"condition": condition.key, "stage": "alert"})
-    cleared = [key for key in sorted(active - holding) if clear(session, key, now)]
+    gone = sorted(active - holding)
+    cleared = [key for key in gone if alert_states.mark_alert_cleared(session, key, now)]
     for key in cleared:
         log.info("alert condition cleared", extra={"condition": key, "stage": "alert"})
     return fired, cleared
-
-
-def _claim_webhook(session: Session, key: str, due: str, now: dt.datetime) -> bool:
-    stale = _ago(now, WEBHOOK_RETRY_SECONDS)
-    claimed = session.execute(
-        update(AlertState)
-        .where(
-            AlertState.condition == key,
-            AlertState.webhook_due == due,
-            or_(AlertState.webhook_claimed_at.is_(None), AlertState.webhook_claimed_at < stale),
-        )
-        .values(webhook_claimed_at=now)
-    ).rowcount
-    return claimed == 1
 
 
 def webhook_payload(row: AlertState, due: str) -> dict[str, Any]:
@@ -349,27 +269,16 @@ def deliver_webhooks(
     post: Poster = httpx.post,
 ) -> tuple[int, int]:
     """POST every transition not yet delivered; return (sent, failed)."""
-    with session_factory() as session:
-        due_rows = (
-            session.execute(select(AlertState).where(AlertState.webhook_due.is_not(None)))
-            .scalars()
-            .all()
-        )
+    stale_before = _ago(now, WEBHOOK_RETRY_SECONDS)
     sent = failed = 0
-    for row in due_rows:
+    for row in alert_states.load_alerts_owing_webhook(session_factory):
         due = row.webhook_due
-        with session_factory() as session, session.begin():
-            if not _claim_webhook(session, row.condition, due, now):
-                continue
+        if not alert_states.claim_alert_webhook(
+            session_factory, row.condition, due, now, stale_before
+        ):
+            continue
         if _post(post, settings, webhook_payload(row, due)):
-            with session_factory() as session, session.begin():
-                session.execute(
-                    update(AlertState)
-                    .where(
-                        and_(AlertState.condition == row.condition, AlertState.webhook_due == due)
-                    )
-                    .values(webhook_due=None, webhook_sent_at=utcnow())
-                )
+            alert_states.mark_alert_notified(session_factory, row.condition, due, utcnow())
             sent += 1
         else:
             failed += 1
@@ -416,9 +325,3 @@ def run_alert_cycle(
             session_factory, settings, now, post
         )
     return report
-
-
-def firing_alerts(session: Session) -> list[AlertState]:
-    """Return the conditions firing now, oldest first (for the dashboard's banner)."""
-    query = select(AlertState).where(AlertState.active.is_(True)).order_by(AlertState.fired_at)
-    return list(session.execute(query).scalars())

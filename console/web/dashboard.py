@@ -9,19 +9,20 @@ from collections.abc import Sequence
 from flask import Blueprint, Flask, current_app, render_template, request, url_for
 
 from console.models import AlertState
-from console.ops import alerts as alert_conditions
-from console.store import dashboard_queries, search_filters, sender_rates
+from console.ops.alerts import AMBIGUOUS_WAITING, DEAD_LETTER
+from console.store import alert_states, dashboard_queries, search_filters, sender_rates
+from console.store.send_guards import read_breakers
 from console.vocabulary import STATUSES
 from console.web.auth import role_required
 from console.web.extensions import current_settings, db
-from console.worker.guard import lane_pause_notices, read_breakers
+from console.worker.guard import lane_pause_notices
 
 bp = Blueprint("dashboard", __name__)
 
 REFRESH_SECONDS = 5  # Flask config DASHBOARD_REFRESH_SECONDS overrides it
 WORKER_STALE_MIN_SECONDS = 60.0
 # firing conditions the banner already shows with their counts and links
-SHOWN_BY_COUNTS = (alert_conditions.DEAD_LETTER, alert_conditions.AMBIGUOUS_WAITING)
+SHOWN_BY_COUNTS = (DEAD_LETTER, AMBIGUOUS_WAITING)
 RATES_EXTENSION = "console.sender_rates"  # the process's CachedRates
 CHART_WIDTH = 600
 CHART_HEIGHT = 120
@@ -107,7 +108,7 @@ def index():
     snapshot = dashboard_queries.dashboard(db.session, rates=rates)
     stale_after = worker_stale_after_seconds(current_settings().poll_seconds)
     shapes, peak = chart_shapes(snapshot.chart)
-    firing = alert_conditions.firing_alerts(db.session)
+    firing = alert_states.load_firing_alerts(db.session)
     context = dict(
         snapshot=snapshot,
         alerts=dashboard_alerts(snapshot, stale_after, firing)

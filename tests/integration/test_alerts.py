@@ -13,11 +13,12 @@ import pytest
 from sqlalchemy import select, update
 
 from console.config import load_settings
-from console.mail.render import TemplateCatalog
+from console.mail.catalog import TemplateCatalog
 from console.models import AlertState, Attempt, Intent, LaneBreaker, utcnow
 from console.ops import alerts
 from console.outbox import enqueue
 from console.paths import EMAIL_TEMPLATES_DIR
+from console.store.alert_states import load_firing_alerts
 from console.vocabulary import AMBIGUOUS, CRITICAL, DEAD
 from tests.support.pgcluster import free_port
 
@@ -179,7 +180,7 @@ def test_ambiguous_intents_alert_only_after_the_threshold(session_factory, tmp_p
     report = alerts.run_alert_cycle(session_factory, settings, now=later)
     assert report.fired == [alerts.AMBIGUOUS_WAITING]
     with session_factory() as session:
-        (state,) = alerts.firing_alerts(session)
+        (state,) = load_firing_alerts(session)
         assert state.details == {"count": 1, "oldest_wait_seconds": 601}
 
 
@@ -293,7 +294,7 @@ def test_background_jobs_check_alerts_and_run_retention(sqlite_url, tmp_path):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with session_factory() as session:
-                fired = alerts.firing_alerts(session)
+                fired = load_firing_alerts(session)
                 scrubbed = session.execute(
                     select(Intent).where(Intent.params_scrubbed_at.is_not(None))
                 ).all()
