@@ -43,6 +43,38 @@ def create_user(session: Session, username: str, password: str, role: str) -> Op
     return user
 
 
+def find_user(session: Session, username: str) -> OperatorUser | None:
+    """Return the account named `username`, or None."""
+    query = select(OperatorUser).where(OperatorUser.username == username)
+    return session.execute(query).scalar_one_or_none()
+
+
+def load_user(session: Session, user_id: int) -> OperatorUser | None:
+    """Return the account with id `user_id`, or None."""
+    return session.get(OperatorUser, user_id)
+
+
+def list_users(session: Session) -> list[OperatorUser]:
+    """Return every account, by username."""
+    query = select(OperatorUser).order_by(OperatorUser.username)
+    return list(session.execute(query).scalars())
+
+
+def put_user(session: Session, username: str, password: str, role: str) -> OperatorUser:
+    """Create the account, or give it `password` and `role` and reactivate it (no commit)."""
+    user = find_user(session, username)
+    if user is None:
+        return create_user(session, username, password, role)
+    user.password_hash = generate_password_hash(password)
+    user.role, user.active = role, True
+    return user
+
+
+def mark_logged_in(user: OperatorUser, now: dt.datetime) -> None:
+    """Record that `user` logged in at `now` (the caller commits)."""
+    user.last_login_at = now
+
+
 def verify_password(user: OperatorUser, password: str) -> bool:
     """Return whether `password` matches the stored hash of `user`."""
     return check_password_hash(user.password_hash, password)

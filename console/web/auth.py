@@ -19,10 +19,10 @@ from flask import (
     url_for,
 )
 from flask_login import current_user, login_required, login_user, logout_user
-from sqlalchemy import select
 from werkzeug.security import generate_password_hash
 
 from console.models import OperatorUser, utcnow
+from console.store import accounts
 from console.store.accounts import verify_password
 from console.web.extensions import db, login_manager
 from console.web.security import login_throttle
@@ -60,7 +60,7 @@ def role_required(minimum: str) -> Callable:
 @login_manager.user_loader
 def _load_user(user_id: str) -> OperatorUser | None:
     try:
-        user = db.session.get(OperatorUser, int(user_id))
+        user = accounts.load_user(db.session, int(user_id))
     except ValueError:
         return None
     return user if user is not None and user.is_active else None
@@ -85,9 +85,7 @@ def _safe_next(raw: str | None) -> str:
 
 
 def _authenticate(username: str, password: str) -> OperatorUser | None:
-    user = db.session.execute(
-        select(OperatorUser).where(OperatorUser.username == username)
-    ).scalar_one_or_none()
+    user = accounts.find_user(db.session, username)
     if user is None:
         verify_password(OperatorUser(password_hash=_UNKNOWN_USER_HASH), password)
         return None
@@ -121,7 +119,7 @@ def login():
     throttle.record_success(username)
     session.clear()  # a fresh session (and CSRF token) for the new identity
     login_user(user)
-    user.last_login_at = utcnow()
+    accounts.mark_logged_in(user, utcnow())
     db.session.commit()
     return redirect(_safe_next(next_path))
 

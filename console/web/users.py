@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask, flash, redirect, render_template, request, url_for
 from flask_login import current_user
-from sqlalchemy import select
 
-from console.models import OperatorUser
 from console.store import accounts, actions
 from console.store.accounts import UserError
 from console.vocabulary import ROLES
@@ -17,8 +15,8 @@ bp = Blueprint("users", __name__, url_prefix="/users")
 
 
 def _render_list(status_code: int = 200, **extra):
-    users = db.session.execute(select(OperatorUser).order_by(OperatorUser.username)).scalars()
-    return render_template("users/index.html", users=list(users), roles=ROLES, **extra), status_code
+    users = accounts.list_users(db.session)
+    return render_template("users/index.html", users=users, roles=ROLES, **extra), status_code
 
 
 @bp.get("")
