@@ -19,16 +19,15 @@ import threading
 import click
 import flask_migrate
 from flask import Flask
-from sqlalchemy import select
 from sqlalchemy.orm import Session
-from werkzeug.security import generate_password_hash
 
 from console.app import create_app
 from console.demo import casework
 from console.demo.smtp_capture import CapturedMessage, DemoSMTPServer
-from console.models import OperatorUser, Suppression, utcnow
+from console.models import utcnow
 from console.outbox import enqueue
-from console.store.accounts import create_user
+from console.store.accounts import put_user
+from console.store.demo_seed import suppress_once
 from console.web.extensions import db
 
 # Quick retries so the demo shows retried, pending and dead mail within minutes;
@@ -101,35 +100,15 @@ def reset_demo_logins(session: Session) -> list[tuple[str, str, str]]:
     logins = []
     for username, role in DEMO_USERS:
         password = secrets.token_urlsafe(12)
-        user = session.execute(
-            select(OperatorUser).where(OperatorUser.username == username)
-        ).scalar_one_or_none()
-        if user is None:
-            create_user(session, username, password, role)
-        else:
-            user.password_hash = generate_password_hash(password)
-            user.role, user.active = role, True
+        put_user(session, username, password, role)
         logins.append((username, role, password))
     return logins
 
 
 def seed_demo_events(session: Session) -> None:
     """Enqueue the demo's business events; each key only once, however often this runs."""
-    if (
-        session.execute(
-            select(Suppression.id).where(Suppression.recipient == SUPPRESSED_ADDRESS)
-        ).first()
-        is None
-    ):
-        session.add(
-            Suppression(
-                recipient=SUPPRESSED_ADDRESS,
-                reason="complaint",
-                note="marked the demo mail as spam",
-                created_at=utcnow(),
-            )
-        )
-        session.flush()
+    note = "marked the demo mail as spam"
+    suppress_once(session, SUPPRESSED_ADDRESS, reason="complaint", note=note, now=utcnow())
     for key, event, to, template, params in DEMO_EVENTS:
         enqueue(session, key=key, event=event, to=to, template=template, params=params)
     started = utcnow()
