@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from console.vocabulary import BREAKER_STATES, BULK, LANES, PENDING, ROLES, STATUSES
+from console.vocabulary import BREAKER_STATES, BULK, CLOSED, LANES, PENDING, ROLES, STATUSES
 
 ID = BigInteger().with_variant(Integer, "sqlite")
 
@@ -291,32 +291,29 @@ class WorkerHeartbeat(Base):
     last_tick_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
 
 
+def _partial_index(name: str, *columns: Any, where: Any) -> Index:
+    """An index of the rows matching `where` only, on PostgreSQL and SQLite alike."""
+    return Index(name, *columns, postgresql_where=where, sqlite_where=where)
+
+
 # Unscrubbed and untrimmed rows only, so retention finds its next batch at once.
-Index(
-    "ix_email_intent_unscrubbed",
-    Intent.created_at,
-    postgresql_where=Intent.params_scrubbed_at.is_(None),
-    sqlite_where=Intent.params_scrubbed_at.is_(None),
+_partial_index(
+    "ix_email_intent_unscrubbed", Intent.created_at, where=Intent.params_scrubbed_at.is_(None)
+)
+_partial_index(
+    "ix_provider_event_untrimmed",
+    ProviderEvent.received_at,
+    where=ProviderEvent.payload.is_not(None),
 )
 # Bounced and complained intents only, for the dashboard's sender rates.
-Index(
+_partial_index(
     "ix_email_intent_bounced",
     Intent.bounced_at,
     Intent.bounce_type,
-    postgresql_where=Intent.bounced_at.is_not(None),
-    sqlite_where=Intent.bounced_at.is_not(None),
+    where=Intent.bounced_at.is_not(None),
 )
-Index(
-    "ix_email_intent_complained",
-    Intent.complained_at,
-    postgresql_where=Intent.complained_at.is_not(None),
-    sqlite_where=Intent.complained_at.is_not(None),
-)
-Index(
-    "ix_provider_event_untrimmed",
-    ProviderEvent.received_at,
-    postgresql_where=ProviderEvent.payload.is_not(None),
-    sqlite_where=ProviderEvent.payload.is_not(None),
+_partial_index(
+    "ix_email_intent_complained", Intent.complained_at, where=Intent.complained_at.is_not(None)
 )
 
 
@@ -342,7 +339,7 @@ class LaneBreaker(Base):
     __tablename__ = "lane_breaker"
 
     lane: Mapped[str] = mapped_column(String(20), primary_key=True)
-    state: Mapped[str] = mapped_column(String(20), server_default="closed")
+    state: Mapped[str] = mapped_column(String(20), server_default=CLOSED)
     trips: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     failure_rate: Mapped[float | None] = mapped_column(Float)
     opened_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)

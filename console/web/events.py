@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask, abort, render_template, request
 
-from console.store import events as event_store
+from console.store import event_pages as event_store
 from console.web.auth import has_role, role_required
 from console.web.extensions import db
 
