@@ -25,7 +25,10 @@ BULK = "bulk"
 LANES = (CRITICAL, BULK)
 
 # Operator roles, least to most.
-ROLES = ("viewer", "operator", "admin")
+VIEWER = "viewer"
+OPERATOR = "operator"
+ADMIN = "admin"
+ROLES = (VIEWER, OPERATOR, ADMIN)
 
 # How far one attempt got, in order. Before DATA_SENT nothing was handed over.
 CLAIMED = "claimed"

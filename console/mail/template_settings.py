@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from console.config import ConfigError
-from console.vocabulary import LANES
+from console.vocabulary import AMBIGUITY_POLICIES, HOLD, LANES
 
-AMBIGUITY_POLICIES = ("hold", "resend")
 KNOWN_KEYS = frozenset(
     {"current_version", "lane", "ambiguity", "max_age_seconds", "pending_age_target_seconds"}
 )
@@ -38,7 +37,7 @@ class TemplateSettings:
     name: str
     current_version: int
     lane: str
-    ambiguity_policy: str = "hold"
+    ambiguity_policy: str = HOLD
     max_age_seconds: float | None = None
     pending_age_target_seconds: float | None = None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Flask, render_template, request
 
 from console.store import audit as audit_store
+from console.vocabulary import OPERATOR
 from console.web.auth import role_required
 from console.web.extensions import db
 
@@ -12,7 +13,7 @@ bp = Blueprint("audit", __name__, url_prefix="/audit")
 
 
 @bp.get("")
-@role_required("operator")
+@role_required(OPERATOR)
 def index():
     raw_before = request.args.get("before", "")
     before = int(raw_before) if raw_before.isdigit() else None

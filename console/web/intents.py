@@ -28,7 +28,7 @@ from console.store import (
     search_filters,
     timeline,
 )
-from console.vocabulary import LANES, REQUEUEABLE_STATUSES, STATUSES
+from console.vocabulary import LANES, OPERATOR, REQUEUEABLE_STATUSES, STATUSES, VIEWER
 from console.web.auth import has_role, role_required
 from console.web.extensions import current_settings, db
 from console.worker import wakeup
@@ -37,7 +37,7 @@ bp = Blueprint("intents", __name__, url_prefix="/intents")
 
 
 @bp.get("")
-@role_required("viewer")
+@role_required(VIEWER)
 def search():
     error = None
     try:
@@ -73,7 +73,7 @@ def _render_detail(intent_id: int, status_code: int = 200, **extra):
     context = dict(
         detail=detail,
         intent=intent,
-        can_act=has_role("operator"),
+        can_act=has_role(OPERATOR),
         requeueable=intent.status in REQUEUEABLE_STATUSES,
         suppression_warning=None,
     )
@@ -86,13 +86,13 @@ def _render_detail(intent_id: int, status_code: int = 200, **extra):
 
 
 @bp.get("/<int:intent_id>")
-@role_required("viewer")
+@role_required(VIEWER)
 def detail(intent_id: int):
     return _render_detail(intent_id)
 
 
 @bp.post("/<int:intent_id>/preview")
-@role_required("operator")
+@role_required(OPERATOR)
 def preview(intent_id: int):
     """Render the message as the worker would build it; the look is audited."""
     intent = _detail_or_404(intent_id).intent
@@ -147,7 +147,7 @@ def _action_arguments() -> dict[str, str | None]:
 
 
 @bp.post("/<int:intent_id>/requeue")
-@role_required("operator")
+@role_required(OPERATOR)
 def requeue(intent_id: int):
     try:
         result = intent_actions.requeue(db.session, intent_id, **_action_arguments())
@@ -157,7 +157,7 @@ def requeue(intent_id: int):
 
 
 @bp.post("/<int:intent_id>/dead-letter")
-@role_required("operator")
+@role_required(OPERATOR)
 def dead_letter(intent_id: int):
     try:
         result = intent_actions.dead_letter(db.session, intent_id, **_action_arguments())
@@ -174,7 +174,7 @@ _RECONCILED = {
 
 
 @bp.post("/<int:intent_id>/reconcile")
-@role_required("operator")
+@role_required(OPERATOR)
 def reconcile(intent_id: int):
     resolution = request.form.get("resolution", "")
     try:
@@ -194,7 +194,7 @@ _BULK_DONE = {"requeue": "Requeued {} intents.", "dead_letter": "Dead-lettered {
 
 
 @bp.get("/bulk")
-@role_required("operator")
+@role_required(OPERATOR)
 def bulk_preview():
     """Show what a bulk action over the filtered list would do, and ask to confirm."""
     action = request.args.get("action", "")
@@ -215,7 +215,7 @@ def _previewed_at(raw: str) -> dt.datetime:
 
 
 @bp.post("/bulk")
-@role_required("operator")
+@role_required(OPERATOR)
 def bulk_apply():
     """Act on the previewed intents that did not change since the preview."""
     action = request.form.get("action", "")

@@ -7,6 +7,7 @@ from flask_login import current_user
 
 from console.store import actions
 from console.store import suppressions as suppression_store
+from console.vocabulary import OPERATOR, VIEWER
 from console.web.auth import role_required
 from console.web.extensions import db
 from console.worker import wakeup
@@ -24,13 +25,13 @@ def _render_list(status_code: int = 200, **extra):
 
 
 @bp.get("")
-@role_required("viewer")
+@role_required(VIEWER)
 def index():
     return _render_list()
 
 
 @bp.post("")
-@role_required("operator")
+@role_required(OPERATOR)
 def add():
     address = request.form.get("address", "")
     try:
@@ -47,7 +48,7 @@ def add():
 
 
 @bp.post("/<int:suppression_id>/remove")
-@role_required("operator")
+@role_required(OPERATOR)
 def remove(suppression_id: int):
     """Remove a suppression, then offer to requeue the mail it held back."""
     try:
@@ -68,7 +69,7 @@ def remove(suppression_id: int):
 
 
 @bp.post("/release")
-@role_required("operator")
+@role_required(OPERATOR)
 def release():
     """Requeue the intents a removed suppression held back."""
     recipient = request.form.get("recipient", "")
