@@ -52,10 +52,9 @@ def prune(
     cutoff = now - dt.timedelta(seconds=retention_days * SECONDS_PER_DAY)
     report = PruneReport()
     while True:
-        with session_factory() as session, session.begin():
-            intents, attempts = retention_sweeps.scrub_finished_intents_batch(
-                session, cutoff, batch_size, now
-            )
+        intents, attempts = retention_sweeps.scrub_finished_intents_batch(
+            session_factory, cutoff, batch_size, now
+        )
         report.intents_scrubbed += intents
         report.attempts_trimmed += attempts
         report.batches += 1
@@ -63,8 +62,7 @@ def prune(
             break
         time.sleep(pause_seconds)
     while True:
-        with session_factory() as session, session.begin():
-            events = retention_sweeps.trim_event_payloads_batch(session, cutoff, batch_size)
+        events = retention_sweeps.trim_event_payloads_batch(session_factory, cutoff, batch_size)
         report.events_trimmed += events
         report.batches += 1
         if events < batch_size:

@@ -1,13 +1,14 @@
 """Retention's writes: scrub finished intents and trim old provider events, a batch at a time.
 
 Each batch is found through a partial index that holds only rows still to do
-and, on PostgreSQL, skips rows another process holds. None of these commits:
-the caller runs each batch in a short transaction of its own.
+and, on PostgreSQL, skips rows another process holds. Each batch function takes
+a session factory and runs and commits one short transaction.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
 from sqlalchemy import Select, null, select, update
 from sqlalchemy.orm import Session
@@ -15,6 +16,8 @@ from sqlalchemy.orm import Session
 from console.models import Attempt, Intent, ProviderEvent
 from console.store.sql import dialect_of
 from console.vocabulary import TERMINAL_STATUSES
+
+SessionFactory = Callable[[], Session]
 
 
 def _skip_locked(statement: Select, session: Session) -> Select:
@@ -24,14 +27,21 @@ def _skip_locked(statement: Select, session: Session) -> Select:
 
 
 def scrub_finished_intents_batch(
-    session: Session, cutoff: dt.datetime, batch_size: int, now: dt.datetime
+    session_factory: SessionFactory, cutoff: dt.datetime, batch_size: int, now: dt.datetime
 ) -> tuple[int, int]:
-    """Scrub the params of up to `batch_size` finished intents created before `cutoff`.
+    """Scrub the params of up to `batch_size` finished intents created before `cutoff`; commits.
 
     Return how many intents were looked at and how many attempt replies trimmed.
     The UPDATE repeats the terminal-status condition, so an intent an operator
     requeued in the meantime keeps its params.
     """
+    with session_factory() as session, session.begin():
+        return _scrub_batch(session, cutoff, batch_size, now)
+
+
+def _scrub_batch(
+    session: Session, cutoff: dt.datetime, batch_size: int, now: dt.datetime
+) -> tuple[int, int]:
     candidates = (
         select(Intent.id)
         .where(
@@ -69,8 +79,15 @@ def _trim_attempt_replies(session: Session, intent_ids: list[int]) -> int:
     return session.execute(statement).rowcount
 
 
-def trim_event_payloads_batch(session: Session, cutoff: dt.datetime, batch_size: int) -> int:
-    """Drop the raw payload of up to `batch_size` provider events received before `cutoff`."""
+def trim_event_payloads_batch(
+    session_factory: SessionFactory, cutoff: dt.datetime, batch_size: int
+) -> int:
+    """Drop the raw payload of up to `batch_size` events received before `cutoff`; commits."""
+    with session_factory() as session, session.begin():
+        return _trim_batch(session, cutoff, batch_size)
+
+
+def _trim_batch(session: Session, cutoff: dt.datetime, batch_size: int) -> int:
     candidates = (
         select(ProviderEvent.id)
         .where(ProviderEvent.payload.is_not(None), ProviderEvent.received_at < cutoff)
