@@ -11,73 +11,27 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
-    BigInteger,
     Boolean,
     CheckConstraint,
-    DateTime,
     Float,
     ForeignKey,
     Index,
     Integer,
-    MetaData,
     String,
     Text,
-    TypeDecorator,
     UniqueConstraint,
     func,
     text,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 
+from console.store.columns import ID, Base, UTCDateTime, check_in, partial_index
 from console.vocabulary import BREAKER_STATES, BULK, CLOSED, LANES, PENDING, ROLES, STATUSES
-
-ID = BigInteger().with_variant(Integer, "sqlite")
 
 
 def utcnow() -> dt.datetime:
     """Return the current time, timezone-aware, in UTC."""
     return dt.datetime.now(dt.UTC)
-
-
-class UTCDateTime(TypeDecorator):
-    """A timestamp stored in UTC and always read back timezone-aware.
-
-    A naive value is taken to be UTC already. SQLite stores the naive UTC text.
-    """
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.UTC)
-        value = value.astimezone(dt.UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=dt.UTC)
-        return value.astimezone(dt.UTC)
-
-
-def _in(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(
-        naming_convention={
-            "ix": "ix_%(column_0_label)s",
-            "uq": "uq_%(table_name)s_%(column_0_name)s",
-            "ck": "ck_%(table_name)s_%(constraint_name)s",
-            "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-            "pk": "pk_%(table_name)s",
-        }
-    )
 
 
 class Intent(Base):
@@ -119,8 +73,8 @@ class Intent(Base):
     params_scrubbed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
-        CheckConstraint(_in("status", STATUSES), name="status"),
-        CheckConstraint(_in("lane", LANES), name="lane"),
+        CheckConstraint(check_in("status", STATUSES), name="status"),
+        CheckConstraint(check_in("lane", LANES), name="lane"),
         Index("ix_email_intent_claim", "status", "lane", "next_attempt_at"),
         Index("ix_email_intent_status_lane_created", "status", "lane", "created_at"),
         Index("ix_email_intent_lease", "status", "lease_expires_at"),
@@ -236,7 +190,7 @@ class OperatorUser(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     last_login_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
 
-    __table_args__ = (CheckConstraint(_in("role", ROLES), name="role"),)
+    __table_args__ = (CheckConstraint(check_in("role", ROLES), name="role"),)
 
     # Flask-Login protocol
     @property
@@ -291,28 +245,23 @@ class WorkerHeartbeat(Base):
     last_tick_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
 
 
-def _partial_index(name: str, *columns: Any, where: Any) -> Index:
-    """An index of the rows matching `where` only, on PostgreSQL and SQLite alike."""
-    return Index(name, *columns, postgresql_where=where, sqlite_where=where)
-
-
 # Unscrubbed and untrimmed rows only, so retention finds its next batch at once.
-_partial_index(
+partial_index(
     "ix_email_intent_unscrubbed", Intent.created_at, where=Intent.params_scrubbed_at.is_(None)
 )
-_partial_index(
+partial_index(
     "ix_provider_event_untrimmed",
     ProviderEvent.received_at,
     where=ProviderEvent.payload.is_not(None),
 )
 # Bounced and complained intents only, for the dashboard's sender rates.
-_partial_index(
+partial_index(
     "ix_email_intent_bounced",
     Intent.bounced_at,
     Intent.bounce_type,
     where=Intent.bounced_at.is_not(None),
 )
-_partial_index(
+partial_index(
     "ix_email_intent_complained", Intent.complained_at, where=Intent.complained_at.is_not(None)
 )
 
@@ -347,4 +296,4 @@ class LaneBreaker(Base):
     probe_owner: Mapped[str | None] = mapped_column(String(100))
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
 
-    __table_args__ = (CheckConstraint(_in("state", BREAKER_STATES), name="state"),)
+    __table_args__ = (CheckConstraint(check_in("state", BREAKER_STATES), name="state"),)

@@ -10,7 +10,8 @@ from typing import Any
 
 from sqlalchemy import String, bindparam, delete, exists, func, insert, select, update
 
-from console.models import Attempt, Intent, UTCDateTime
+from console.models import Attempt, Intent
+from console.store.columns import UTCDateTime
 from console.vocabulary import DATA_SENT, PENDING, SENDING
 
 REPLY_TEXT_LIMIT = 2000

@@ -4,7 +4,8 @@ from flask_login import LoginManager
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 
-from console.models import Base
+import console.models  # noqa: F401 - registers every table on Base.metadata
+from console.store.columns import Base
 
 db = SQLAlchemy(model_class=Base)
 migrate = Migrate()
