@@ -28,8 +28,9 @@ from console.vocabulary import ROLES
 from console.web.extensions import db
 from console.web.ops import SCHEDULER_EXTENSION
 from console.worker import pg_wakeup
-from console.worker.loop import Worker, run_loop
+from console.worker.loop import Worker
 from console.worker.scheduler_bridge import start_embedded_worker
+from console.worker.standalone import run_loop
 
 log = logging.getLogger(__name__)
 
