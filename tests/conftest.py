@@ -116,6 +116,37 @@ def session(session_factory):
 
 
 @pytest.fixture
+def clock():
+    """A clock that moves only when the test says so (``TestClock``); workers read it."""
+    from tests.support.workers import TestClock
+
+    return TestClock()
+
+
+@pytest.fixture
+def make_worker(request, clock):
+    """Build workers (``build_worker``) on this test's database and clock; close them after.
+
+    ``make_worker(transport, **options)``: `session_factory` and `clock` may be given
+    to use others than this test's.
+    """
+    from tests.support.workers import build_worker
+
+    workers = []
+
+    def make(transport, *, session_factory=None, **options):
+        options.setdefault("clock", clock)
+        factory = session_factory or request.getfixturevalue("session_factory")
+        worker = build_worker(factory, transport, **options)
+        workers.append(worker)
+        return worker
+
+    yield make
+    for worker in workers:
+        worker.close()
+
+
+@pytest.fixture
 def app(db_url):
     """The console app on the fresh database of this test."""
     from console.app import create_app

@@ -18,18 +18,15 @@ import time
 import pytest
 from sqlalchemy import func, select
 
-from console.core.backoff import Backoff
-from console.core.lifecycle import RetryPolicy
-from console.models import Attempt, Intent, utcnow
+from console.models import Attempt, Intent
 from console.outbox import enqueue
 from console.store.database import make_engine, make_session_factory
 from console.transports.memory import MemoryTransport
 from console.vocabulary import AMBIGUOUS, DATA_SENT, PENDING, SENDING, SUBMITTED
-from console.worker.loop import Worker
-from console.worker.settings import WorkerSettings
 from tests.support import pgcluster
 from tests.support.commands import CONSOLE_BIN
 from tests.support.smtp_server import ScriptedSMTPServer
+from tests.support.workers import TestClock
 
 pytestmark = pytest.mark.slow
 
@@ -240,15 +237,6 @@ class HookedTransport(MemoryTransport):
         return await super().send(email, hooked)
 
 
-def worker_on(session_factory, transport, clock) -> Worker:
-    settings = WorkerSettings(
-        mail_from="shop@example.com",
-        retry=RetryPolicy(Backoff(30, 3600, 5), 5, 86400),
-        lease_seconds=60,
-    )
-    return Worker(session_factory, transport, settings, clock=clock, random=lambda: 0.5)
-
-
 def in_another_thread(function) -> None:
     thread = threading.Thread(target=function)
     thread.start()
@@ -256,17 +244,18 @@ def in_another_thread(function) -> None:
 
 
 @pytest.mark.parametrize("moment", ["before the body", "after the body"])
-def test_a_stale_worker_changes_nothing(moment, session_factory, caplog):
+def test_a_stale_worker_changes_nothing(moment, session_factory, make_worker, clock, caplog):
     with session_factory() as session:
         intent_id = enqueue(session, key="order:1", to="ada@example.com", **ORDER).id
         session.commit()
-    start = utcnow() + dt.timedelta(seconds=1)
+    start = clock()
     later = start + dt.timedelta(seconds=61)  # past the 60 s lease
-    rescuer = worker_on(session_factory, MemoryTransport(), clock=lambda: later)
+    worker_options = dict(mail_from="shop@example.com", lease_seconds=60)
+    rescuer = make_worker(MemoryTransport(), clock=TestClock(later), **worker_options)
     sweep = lambda: in_another_thread(lambda: rescuer.run_once(later))  # noqa: E731
     hook = {"before": DATA_SENT} if moment == "before the body" else {"after": DATA_SENT}
     slow_transport = HookedTransport(sweep, **hook)
-    stale = worker_on(session_factory, slow_transport, clock=lambda: start)
+    stale = make_worker(slow_transport, **worker_options)
 
     report = stale.run_once(start)
     stale.close()
@@ -288,6 +277,5 @@ def test_a_stale_worker_changes_nothing(moment, session_factory, caplog):
     else:
         assert len(slow_transport.sent) == 1
         assert intent.status == AMBIGUOUS and attempts[0].outcome == "ambiguous"
-    rescuer.close()
     with session_factory() as session:
         assert session.execute(select(func.count()).select_from(Intent)).scalar_one() == 1

@@ -244,37 +244,25 @@ def smtp_server():
         yield server
 
 
-def make_guarded_worker(session_factory, smtp_server, clock):
-    from console.core.backoff import Backoff
-    from console.core.lifecycle import RetryPolicy
-    from console.transports.smtp import SmtpTransport
-    from console.worker.loop import Worker
-    from console.worker.settings import WorkerSettings
-
-    settings = WorkerSettings(
-        mail_from="Shop <shop@example.com>",
-        retry=RetryPolicy(Backoff(1, 1, 0), 100, 86400),
-        batch_size=4,
-        lease_seconds=60,
-    )
-    return Worker(
-        session_factory,
-        SmtpTransport(smtp_server.url, timeout_seconds=2),
-        settings,
-        clock=clock,
-        random=lambda: 0.0,
-        guard_policy=GuardPolicy(breaker=POLICY),
-    )
-
-
-def test_the_worker_pauses_a_failing_lane_probes_and_resumes(session_factory, smtp_server):
+def test_the_worker_pauses_a_failing_lane_probes_and_resumes(
+    session_factory, smtp_server, make_worker, clock
+):
     from sqlalchemy import func, select
 
-    from console.models import Intent, utcnow
+    from console.core.backoff import Backoff
+    from console.models import Intent
     from console.outbox import enqueue
+    from console.transports.smtp import SmtpTransport
 
-    now = [utcnow() + dt.timedelta(seconds=1)]
-    worker = make_guarded_worker(session_factory, smtp_server, lambda: now[0])
+    worker = make_worker(
+        SmtpTransport(smtp_server.url, timeout_seconds=2),
+        random=0.0,
+        backoff=Backoff(1, 1, 0),
+        max_attempts=100,
+        batch_size=4,
+        lease_seconds=60,
+        guard_policy=GuardPolicy(breaker=POLICY),
+    )
     with session_factory() as session:
         for number in range(12):
             enqueue(
@@ -285,30 +273,27 @@ def test_the_worker_pauses_a_failing_lane_probes_and_resumes(session_factory, sm
                 params={"name": "A", "login_url": "u"},
             )
         session.commit()
-    try:
-        claimed = [worker.run_once(now[0]).claimed for _ in range(2)]  # 8 x 421: 5 trip it
-        assert claimed == [4, 4]
-        with session_factory() as session:
-            assert read_breakers(session)["bulk"].state == OPEN
-        now[0] += dt.timedelta(seconds=5)  # the intents are due again, the lane is paused
-        assert worker.run_once(now[0]).claimed == 0
-        received_while_paused = len(smtp_server.received)
+    claimed = [worker.run_once().claimed for _ in range(2)]  # 8 x 421: 5 trip it
+    assert claimed == [4, 4]
+    with session_factory() as session:
+        assert read_breakers(session)["bulk"].state == OPEN
+    clock.advance(5)  # the intents are due again, the lane is paused
+    assert worker.run_once().claimed == 0
+    received_while_paused = len(smtp_server.received)
 
-        smtp_server.script.set("*", ["250"])
-        now[0] += dt.timedelta(seconds=POLICY.open_seconds)
-        assert worker.run_once(now[0]).claimed == 1  # the probe, accepted
-        with session_factory() as session:
-            assert read_breakers(session)["bulk"].state == CLOSED
-        for _ in range(4):
-            worker.run_once(now[0])
-        with session_factory() as session:
-            statuses = dict(
-                session.execute(select(Intent.status, func.count()).group_by(Intent.status)).all()
-            )
-        assert statuses == {"submitted": 12}
-        assert received_while_paused == 8
-    finally:
-        worker.close()
+    smtp_server.script.set("*", ["250"])
+    clock.advance(POLICY.open_seconds)
+    assert worker.run_once().claimed == 1  # the probe, accepted
+    with session_factory() as session:
+        assert read_breakers(session)["bulk"].state == CLOSED
+    for _ in range(4):
+        worker.run_once()
+    with session_factory() as session:
+        statuses = dict(
+            session.execute(select(Intent.status, func.count()).group_by(Intent.status)).all()
+        )
+    assert statuses == {"submitted": 12}
+    assert received_while_paused == 8
 
 
 def test_the_dashboard_says_a_lane_is_paused_and_until_when(app, console_client):

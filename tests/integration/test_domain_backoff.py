@@ -144,51 +144,42 @@ def test_a_run_of_4yz_defers_the_domains_due_intents_in_the_database(session_fac
     assert due["e@example.net"] == late
 
 
-def test_the_worker_defers_a_throttling_domain_and_keeps_sending_to_others(session_factory):
+def test_the_worker_defers_a_throttling_domain_and_keeps_sending_to_others(
+    session_factory, make_worker, clock
+):
     from sqlalchemy import select
 
     from console.core.backoff import Backoff
-    from console.core.lifecycle import RetryPolicy
-    from console.models import Intent, utcnow
+    from console.models import Intent
     from console.outbox import enqueue
     from console.transports.smtp import SmtpTransport
     from console.worker.guard import GuardPolicy
-    from console.worker.loop import Worker
-    from console.worker.settings import WorkerSettings
     from tests.support.smtp_server import ScriptedSMTPServer
 
     throttled = [f"{name}@throttle.example" for name in "abcdef"]
     others = ["g@other.example", "h@other.example"]
     script = {address: ["451", "250"] for address in throttled[:3]}
-    now = [utcnow() + dt.timedelta(seconds=1)]
     with ScriptedSMTPServer(script=script) as server, session_factory() as session:
         for address in throttled + others:
             enqueue(session, key=address, to=address, template="login-code", params={"code": "1"})
         session.commit()
-        worker = Worker(
-            session_factory,
+        worker = make_worker(
             SmtpTransport(server.url, timeout_seconds=2),
-            WorkerSettings(
-                mail_from="Shop <shop@example.com>",
-                retry=RetryPolicy(Backoff(1, 1, 0), 10, 86400),
-                batch_size=3,
-                lease_seconds=60,
-            ),
-            clock=lambda: now[0],
-            random=lambda: 0.0,
+            random=0.0,
+            backoff=Backoff(1, 1, 0),
+            max_attempts=10,
+            batch_size=3,
+            lease_seconds=60,
             guard_policy=GuardPolicy(domains=POLICY),
         )
-        try:
-            assert worker.run_once(now[0]).claimed == 3  # a, b, c: 451 each, a full run
-            now[0] += dt.timedelta(seconds=2)
-            assert worker.run_once(now[0]).claimed == 2  # only the other domain is due
-            assert worker.run_once(now[0]).claimed == 0
-            received = [r.recipient for r in server.received]
-            assert received == throttled[:3] + others
-            now[0] += dt.timedelta(seconds=60)
-            while worker.run_once(now[0]).claimed:
-                pass
-            statuses = set(session.execute(select(Intent.status)).scalars())
-            assert statuses == {"submitted"}
-        finally:
-            worker.close()
+        assert worker.run_once().claimed == 3  # a, b, c: 451 each, a full run
+        clock.advance(2)
+        assert worker.run_once().claimed == 2  # only the other domain is due
+        assert worker.run_once().claimed == 0
+        received = [r.recipient for r in server.received]
+        assert received == throttled[:3] + others
+        clock.advance(60)
+        while worker.run_once().claimed:
+            pass
+        statuses = set(session.execute(select(Intent.status)).scalars())
+        assert statuses == {"submitted"}

@@ -8,14 +8,10 @@ import uuid
 import pytest
 from sqlalchemy import insert
 
-from console.core.backoff import Backoff
-from console.core.lifecycle import RetryPolicy
 from console.models import Intent, utcnow
 from console.outbox import enqueue
 from console.transports.memory import MemoryTransport
 from console.vocabulary import BULK, DATA_SENT, PENDING, SUBMITTED
-from console.worker.loop import Worker
-from console.worker.settings import WorkerSettings
 
 BULK_BACKLOG = 20_000
 BATCH_SIZE = 50
@@ -80,28 +76,28 @@ class EnqueueDuringSend(MemoryTransport):
 
 
 @pytest.mark.slow
-def test_a_critical_intent_enqueued_mid_drain_goes_out_in_the_next_batch(session_factory):
+def test_a_critical_intent_enqueued_mid_drain_goes_out_in_the_next_batch(
+    session_factory, make_worker
+):
     insert_bulk_backlog(session_factory, BULK_BACKLOG)
     transport = EnqueueDuringSend(session_factory, at=2 * BATCH_SIZE + 7)  # inside batch 3
-    settings = WorkerSettings(
+    worker = make_worker(
+        transport,
+        clock=utcnow,  # the real time: the intent enqueued mid-drain must be due at once
         mail_from="shop@example.com",
-        retry=RetryPolicy(Backoff(30, 3600, 5), 8, 86400),
+        max_attempts=8,
         batch_size=BATCH_SIZE,
     )
-    worker = Worker(session_factory, transport, settings)
-    try:
-        batches = 0
-        while transport.critical_id is None:
-            assert worker.run_once().claimed == BATCH_SIZE
-            batches += 1
-        assert batches == 3
-        batches_after_enqueue = 0
-        while not any(email.intent_id == transport.critical_id for email in transport.sent):
-            report = worker.run_once()
-            batches_after_enqueue += 1
-            assert report.claimed == BATCH_SIZE, "the bulk backlog keeps every batch full"
-    finally:
-        worker.close()
+    batches = 0
+    while transport.critical_id is None:
+        assert worker.run_once().claimed == BATCH_SIZE
+        batches += 1
+    assert batches == 3
+    batches_after_enqueue = 0
+    while not any(email.intent_id == transport.critical_id for email in transport.sent):
+        report = worker.run_once()
+        batches_after_enqueue += 1
+        assert report.claimed == BATCH_SIZE, "the bulk backlog keeps every batch full"
 
     assert batches_after_enqueue == 1, "claimed in the very next batch"
     critical_position = [e.intent_id for e in transport.sent].index(transport.critical_id)

@@ -10,8 +10,6 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import select
 
-from console.core.backoff import Backoff
-from console.core.lifecycle import RetryPolicy
 from console.models import Attempt, Intent, Suppression, WorkerHeartbeat, utcnow
 from console.outbox import enqueue
 from console.transports.smtp import SmtpTransport
@@ -26,8 +24,6 @@ from console.vocabulary import (
     SUPPRESSED,
 )
 from console.worker.eligibility import EligibilityPolicy
-from console.worker.loop import Worker
-from console.worker.settings import WorkerSettings
 from tests.support.commands import CONSOLE_BIN
 from tests.support.smtp_server import ScriptedSMTPServer
 
@@ -45,24 +41,6 @@ ORDER = dict(
 LOGIN = dict(template="login-code", params={"code": "424242"})
 
 
-class Clock:
-    """A clock that only moves when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = utcnow() + dt.timedelta(seconds=1)
-
-    def __call__(self) -> dt.datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += dt.timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
 @pytest.fixture
 def smtp_server():
     with ScriptedSMTPServer(stall_seconds=TIMEOUT_SECONDS * 4) as server:
@@ -70,34 +48,23 @@ def smtp_server():
 
 
 @pytest.fixture
-def make_worker(session_factory, smtp_server, clock):
-    workers: list[Worker] = []
+def make_smtp_worker(make_worker, smtp_server):
+    """``make_worker`` sending to the scripted SMTP server unless given another transport."""
 
     def build(*, connections=1, max_attempts=3, eligibility=None, transport=None, batch_size=50):
         transport = transport or SmtpTransport(
             smtp_server.url, connections=connections, timeout_seconds=TIMEOUT_SECONDS
         )
-        settings = WorkerSettings(
-            mail_from="Shop <shop@example.com>",
-            retry=RetryPolicy(Backoff(30, 3600, 5), max_attempts, 86400),
+        return make_worker(
+            transport,
+            max_attempts=max_attempts,
             batch_size=batch_size,
             lease_seconds=60,
             concurrency=connections,
-        )
-        worker = Worker(
-            session_factory,
-            transport,
-            settings,
-            clock=clock,
-            random=lambda: 0.5,
             eligibility=eligibility,
         )
-        workers.append(worker)
-        return worker
 
-    yield build
-    for worker in workers:
-        worker.close()
+    return build
 
 
 def add(session_factory, key, to, spec=ORDER, **options) -> int:
@@ -136,13 +103,13 @@ BEHAVIOURS = {
 
 @pytest.mark.parametrize("behaviour", list(BEHAVIOURS))
 def test_each_server_behaviour_ends_in_the_designed_state(
-    behaviour, session_factory, smtp_server, make_worker, clock
+    behaviour, session_factory, smtp_server, make_smtp_worker, clock
 ):
     status, stage, outcome, code, retry_seconds = BEHAVIOURS[behaviour]
     smtp_server.script.set("ada@example.com", [behaviour])
     intent_id = add(session_factory, "order:A-1", "ada@example.com")
 
-    report = make_worker().run_once()
+    report = make_smtp_worker().run_once()
 
     assert report.claimed == 1
     intent, attempts = load(session_factory, intent_id)
@@ -170,11 +137,11 @@ def test_each_server_behaviour_ends_in_the_designed_state(
 
 
 def test_transient_failures_retry_with_the_same_message_id_until_accepted(
-    session_factory, smtp_server, make_worker, clock
+    session_factory, smtp_server, make_smtp_worker, clock
 ):
     smtp_server.script.set("ada@example.com", ["451", "rcpt:450", "250"])
     intent_id = add(session_factory, "order:A-1", "ada@example.com")
-    worker = make_worker()
+    worker = make_smtp_worker()
 
     worker.run_once()
     first, _ = load(session_factory, intent_id)
@@ -200,11 +167,11 @@ def test_transient_failures_retry_with_the_same_message_id_until_accepted(
 
 
 def test_attempt_cap_dead_letters_with_the_last_reason_logged_at_error(
-    session_factory, smtp_server, make_worker, clock, caplog
+    session_factory, smtp_server, make_smtp_worker, clock, caplog
 ):
     smtp_server.script.set("ada@example.com", ["452"])
     intent_id = add(session_factory, "order:A-1", "ada@example.com")
-    worker = make_worker(max_attempts=3)
+    worker = make_smtp_worker(max_attempts=3)
     for _ in range(3):
         worker.run_once()
         clock.advance(3600)
@@ -217,14 +184,14 @@ def test_attempt_cap_dead_letters_with_the_last_reason_logged_at_error(
     assert worker.run_once().claimed == 0
 
 
-def test_one_batch_reuses_one_connection(session_factory, smtp_server, make_worker):
+def test_one_batch_reuses_one_connection(session_factory, smtp_server, make_smtp_worker):
     ids = [add(session_factory, f"order:{n}", f"buyer{n}@example.com") for n in range(5)]
-    make_worker().run_once()
+    make_smtp_worker().run_once()
     assert smtp_server.connections_opened == 1
     assert all(load(session_factory, i)[0].status == SUBMITTED for i in ids)
 
 
-def test_some_recipients_refused_in_one_batch(session_factory, smtp_server, make_worker):
+def test_some_recipients_refused_in_one_batch(session_factory, smtp_server, make_smtp_worker):
     smtp_server.script.set("gone@example.com", ["rcpt:550"])
     smtp_server.script.set("full@example.com", ["rcpt:452"])
     refused = add(session_factory, "order:1", "gone@example.com")
@@ -232,7 +199,7 @@ def test_some_recipients_refused_in_one_batch(session_factory, smtp_server, make
     deferred = add(session_factory, "order:3", "full@example.com")
     also_accepted = add(session_factory, "order:4", "bob@example.com")
 
-    report = make_worker().run_once()
+    report = make_smtp_worker().run_once()
 
     assert report.claimed == 4
     statuses = [load(session_factory, i)[0].status for i in (refused, accepted, deferred)]
@@ -243,31 +210,31 @@ def test_some_recipients_refused_in_one_batch(session_factory, smtp_server, make
 
 
 def test_connections_setting_bounds_concurrent_connections(
-    session_factory, smtp_server, make_worker
+    session_factory, smtp_server, make_smtp_worker
 ):
     ids = [add(session_factory, f"order:{n}", f"buyer{n}@example.com") for n in range(12)]
-    make_worker(connections=3).run_once()
+    make_smtp_worker(connections=3).run_once()
     assert smtp_server.connections_opened == 3
     assert all(load(session_factory, i)[0].status == SUBMITTED for i in ids)
 
 
 def test_critical_lane_is_claimed_first_and_the_batch_is_bounded(
-    session_factory, smtp_server, make_worker
+    session_factory, smtp_server, make_smtp_worker
 ):
     bulk = [add(session_factory, f"order:{n}", f"buyer{n}@example.com") for n in range(4)]
     critical = add(session_factory, "login:1", "ada@example.com", LOGIN)
-    report = make_worker(batch_size=2).run_once()
+    report = make_smtp_worker(batch_size=2).run_once()
     assert report.claimed == 2
     assert load(session_factory, critical)[0].status == SUBMITTED
     assert [load(session_factory, i)[0].status for i in bulk] == [SUBMITTED] + [PENDING] * 3
 
 
 def test_ambiguity_policy_resend_sends_a_login_code_again(
-    session_factory, smtp_server, make_worker, clock
+    session_factory, smtp_server, make_smtp_worker, clock
 ):
     smtp_server.script.set("ada@example.com", ["hangup", "250"])
     intent_id = add(session_factory, "login:1", "ada@example.com", LOGIN)
-    worker = make_worker()
+    worker = make_smtp_worker()
     worker.run_once()
     after_hangup, _ = load(session_factory, intent_id)
     assert after_hangup.status == PENDING, "login-code: a duplicate is better than none"
@@ -280,7 +247,7 @@ def test_ambiguity_policy_resend_sends_a_login_code_again(
 
 
 def test_expiry_suppression_and_eligibility_are_rechecked_at_claim(
-    session_factory, smtp_server, make_worker, clock
+    session_factory, smtp_server, make_smtp_worker, clock
 ):
     login = add(session_factory, "login:1", "ada@example.com", LOGIN)
     soon = add(
@@ -302,7 +269,7 @@ def test_expiry_suppression_and_eligibility_are_rechecked_at_claim(
         raise RuntimeError("the application's check is down")
 
     checks = {"verify-email": lambda intent, session: "address already verified"}
-    worker = make_worker(eligibility=EligibilityPolicy({**checks, "broken-check": explode}))
+    worker = make_smtp_worker(eligibility=EligibilityPolicy({**checks, "broken-check": explode}))
     clock.advance(601)  # past the login code's 10-minute max age
     worker.run_once()
 
@@ -347,8 +314,8 @@ def test_eligibility_checks_load_from_the_configured_module(tmp_path, monkeypatc
             EligibilityPolicy.from_module(name)
 
 
-def test_each_tick_writes_the_heartbeat(session_factory, make_worker, clock):
-    worker = make_worker()
+def test_each_tick_writes_the_heartbeat(session_factory, make_smtp_worker, clock):
+    worker = make_smtp_worker()
     worker.run_once()
     clock.advance(5)
     worker.run_once()
@@ -405,7 +372,7 @@ def _self_signed(tmp_path):
 
 @pytest.mark.parametrize("mode", ["smtps", "starttls"])
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
-def test_tls_and_auth(mode, tmp_path, session_factory, make_worker):
+def test_tls_and_auth(mode, tmp_path, session_factory, make_smtp_worker):
     server_context, client_context = _self_signed(tmp_path)
     tls = (
         {"tls_context": server_context} if mode == "smtps" else {"starttls_context": server_context}
@@ -414,20 +381,20 @@ def test_tls_and_auth(mode, tmp_path, session_factory, make_worker):
         assert server.url.startswith("smtps://" if mode == "smtps" else "smtp://")
         transport = SmtpTransport(server.url, timeout_seconds=2, tls_context=client_context)
         intent_id = add(session_factory, "order:1", "ada@example.com")
-        make_worker(transport=transport).run_once()
+        make_smtp_worker(transport=transport).run_once()
         assert load(session_factory, intent_id)[0].status == SUBMITTED
         assert len(server.received) == 1
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_refused_credentials_are_a_transient_alert_not_the_recipients_fault(
-    session_factory, make_worker, caplog
+    session_factory, make_smtp_worker, caplog
 ):
     with ScriptedSMTPServer(auth=("mailer", "right")) as server:
         url = server.url.replace(":right@", ":wrong@")
         transport = SmtpTransport(url, timeout_seconds=2)
         intent_id = add(session_factory, "order:1", "ada@example.com")
-        make_worker(transport=transport).run_once()
+        make_smtp_worker(transport=transport).run_once()
     intent, attempts = load(session_factory, intent_id)
     assert intent.status == PENDING
     assert attempts[0].stage == "connecting" and attempts[0].reply_code == 535
@@ -439,13 +406,13 @@ def test_refused_credentials_are_a_transient_alert_not_the_recipients_fault(
 
 
 def test_an_enqueue_in_this_process_wakes_the_embedded_worker_at_once(
-    session_factory, smtp_server, make_worker
+    session_factory, smtp_server, make_smtp_worker
 ):
     import time
 
     from console.worker.scheduler_bridge import EmbeddedWorker
 
-    worker = make_worker()
+    worker = make_smtp_worker()
     worker.clock = utcnow
     embedded = EmbeddedWorker(worker, poll_seconds=600).start()  # polling alone would wait 10 min
     try:
