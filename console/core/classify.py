@@ -20,6 +20,7 @@ from console.vocabulary import ACCEPTED, AMBIGUOUS, CONNECTING, PERMANENT, TRANS
 OVERRIDABLE_OUTCOMES = (TRANSIENT, PERMANENT)
 
 RENDER_ERROR = "RenderError"  # error_type of a message that could not be built
+UNSAFE_HEADER = "UnsafeHeader"  # error_type of a row whose header or envelope value is unsafe
 
 _ENHANCED_STATUS = re.compile(r"^([245])\.(\d{1,3})\.(\d{1,3})(?=\s|$)")
 _REASON_TEXT_LIMIT = 200
@@ -68,6 +69,8 @@ def classify(result: SendResult, overrides: Overrides = Overrides()) -> Classifi
     """Return the outcome of `result` by the rules of DESIGN §5."""
     if result.error_type == RENDER_ERROR:
         return Classification(PERMANENT, _reason("message could not be built", result))
+    if result.error_type == UNSAFE_HEADER:
+        return Classification(PERMANENT, _reason("unsafe header or envelope value", result))
     if result.protocol == "http":
         return classify_http(result)
     return _classify_smtp(result, overrides)

@@ -7,6 +7,8 @@ body or a multipart/alternative of text and HTML; 7bit when the text allows it,
 else quoted-printable or base64; CRLF line ends and no line above 998 bytes.
 Tests parse the output with the ``email`` package and compare it with
 ``render.build_message``. Addresses that need SMTPUTF8 take the slow path.
+A header value holding a line break (or another control character) is refused
+with ``header_checks.UnsafeHeader``, never written.
 """
 
 from __future__ import annotations
@@ -21,6 +23,12 @@ from email.utils import format_datetime
 from types import SimpleNamespace
 
 from console.mail.catalog import RenderedParts
+from console.mail.header_checks import (
+    MESSAGE_ID,
+    RECIPIENT,
+    SUBJECT,
+    check_header_value,
+)
 from console.mail.render import build_message
 
 CRLF = b"\r\n"
@@ -40,7 +48,11 @@ def serialize_message(
     parts: RenderedParts,
     date: dt.datetime,
 ) -> bytes:
-    """Return the complete message as bytes, ready for SMTP DATA."""
+    """Return the complete message as bytes, ready for SMTP DATA; UnsafeHeader on a line break."""
+    check_header_value(RECIPIENT, recipient)
+    check_header_value(MESSAGE_ID, message_id)
+    check_header_value(SUBJECT, parts.subject)
+    check_header_value("mail_from", mail_from)
     if not recipient.isascii():
         return _slow_path(mail_from, recipient, message_id, parts)
     head = b"".join(

@@ -1,12 +1,19 @@
-"""A claimed intent made ready for a transport: the stored template rendered, bytes on demand."""
+"""A claimed intent made ready for a transport: the stored template rendered, bytes on demand.
+
+Whatever wrote the row, nothing unsafe reaches a header or the envelope: the
+recipient, the Message-ID, the rendered subject and the idempotency key are
+checked here (``console.mail.header_checks``); a row that fails is a permanent
+failure naming the field, and is never handed to the transport.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from console.core.classify import RENDER_ERROR
+from console.core.classify import RENDER_ERROR, UNSAFE_HEADER
 from console.core.send_result import SendResult
 from console.mail.catalog import TemplateCatalog
+from console.mail.header_checks import UnsafeHeader, check_outgoing
 from console.mail.serialize import serialize_message
 from console.mail.template_settings import TemplateError
 from console.store.claims import Claim
@@ -22,12 +29,21 @@ def compose(
     envelope_from: str,
     date: dt.datetime,
 ) -> OutgoingEmail | SendResult:
-    """Render the stored template and params; a failure is a result, not an exception."""
+    """Render the stored template and params, check the headers; a failure is a result."""
     intent = claim.intent
     try:
         parts = catalog.render(intent.template, intent.template_version, intent.params or {})
     except (TemplateError, OSError) as error:
         return SendResult(stage=CLAIMED, error=str(error)[:500], error_type=RENDER_ERROR)
+    try:
+        check_outgoing(
+            recipient=intent.recipient,
+            message_id=intent.message_id,
+            subject=parts.subject,
+            idempotency_key=intent.idempotency_key,
+        )
+    except UnsafeHeader as error:
+        return SendResult(stage=CLAIMED, error=str(error)[:500], error_type=UNSAFE_HEADER)
 
     def as_bytes() -> bytes:
         return serialize_message(

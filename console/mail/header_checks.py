@@ -1,0 +1,84 @@
+"""Checks on every value that reaches a header or the SMTP envelope; pure, no IO.
+
+A row may have been written by any program (DESIGN §9 invites plain SQL), so
+the worker checks, at compose time, what ``enqueue()`` checked at the door: the
+recipient is one valid address, the Message-ID has the form ``<left@right>``,
+and no header value holds a line break, a NUL or another control character
+(a TAB is allowed). ``UnsafeHeader`` names the field that failed; its class
+name is the ``error_type`` the classifier knows (``classify.UNSAFE_HEADER``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from email_validator import EmailNotValidError, validate_email
+
+RECIPIENT = "recipient"
+MESSAGE_ID = "message_id"
+SUBJECT = "subject"
+IDEMPOTENCY_KEY = "idempotency_key"
+
+# C0 controls but TAB, DEL, and the Unicode line breaks some readers honour.
+_UNSAFE_CHARACTER = re.compile("[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]")
+_CHARACTER_NAMES = {"\r": "CR", "\n": "LF", "\x00": "NUL"}
+_ID_PART = "[\x21-\x3b\x3d\x3f\x41-\x7e]+"  # printable ASCII but '<', '>' and '@'
+_MESSAGE_ID_FORM = re.compile(f"<{_ID_PART}@{_ID_PART}>")
+_EXPLANATION_CHARS = 120
+
+
+class UnsafeHeader(ValueError):
+    """A value would break a header or the envelope; the message names the field."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field} {problem}")
+        self.field = field
+
+
+def unsafe_character(value: str) -> str | None:
+    """Name the first character of `value` that must not be in a header ("CR", "U+000B")."""
+    match = _UNSAFE_CHARACTER.search(value)
+    if match is None:
+        return None
+    character = match.group()
+    return _CHARACTER_NAMES.get(character, f"U+{ord(character):04X}")
+
+
+def check_header_value(field: str, value: object) -> None:
+    """Raise UnsafeHeader unless `value` is a string that can stand in one header line."""
+    if not isinstance(value, str):
+        raise UnsafeHeader(field, "is missing")
+    character = unsafe_character(value)
+    if character is not None:
+        raise UnsafeHeader(field, f"contains {character}: a header value holds no line break")
+
+
+def check_recipient(value: object) -> None:
+    """Raise UnsafeHeader unless `value` is exactly one valid address, nothing around it."""
+    check_header_value(RECIPIENT, value)
+    assert isinstance(value, str)
+    try:
+        validate_email(
+            value, check_deliverability=False, globally_deliverable=False, test_environment=True
+        )
+    except EmailNotValidError as error:
+        explanation = str(error)[:_EXPLANATION_CHARS]
+        raise UnsafeHeader(RECIPIENT, f"is not a single valid address ({explanation})") from None
+
+
+def check_message_id(value: object) -> None:
+    """Raise UnsafeHeader unless `value` has the form ``<left@right>`` in printable ASCII."""
+    check_header_value(MESSAGE_ID, value)
+    assert isinstance(value, str)
+    if not _MESSAGE_ID_FORM.fullmatch(value):
+        raise UnsafeHeader(MESSAGE_ID, "is not of the form <left@right>")
+
+
+def check_outgoing(
+    *, recipient: object, message_id: object, subject: object, idempotency_key: object
+) -> None:
+    """Check everything a message puts in a header or the envelope; UnsafeHeader on the first."""
+    check_recipient(recipient)
+    check_message_id(message_id)
+    check_header_value(SUBJECT, subject)
+    check_header_value(IDEMPOTENCY_KEY, idempotency_key)  # the HTTP Idempotency-Key header
