@@ -194,11 +194,12 @@ class Settings:
     breaker_open_seconds: float = 30.0
     domain_backoff_run: int = 3
     domain_backoff_seconds: float = 60.0
+    suppress_refused_mailboxes: bool = True  # a synchronous 550 5.1.1 suppresses the address
     worker_metrics_port: int | None = None  # `console worker` serves /metrics here when set
     worker_metrics_host: str = "127.0.0.1"
     email_templates_dir: Path | None = None  # the application's own templates, beside ours
     log_level: str = "INFO"
-    test_crash_at: str | None = None  # test suite only: see console.worker.loop.CRASH_POINTS
+    test_crash_at: str | None = None  # test suite only: see console.worker.crash_points
 
 
 # variable name -> (field, parser)
@@ -250,6 +251,7 @@ _PARSERS = {
     "CONSOLE_BREAKER_OPEN_SECONDS": ("breaker_open_seconds", _positive_float),
     "CONSOLE_DOMAIN_BACKOFF_RUN": ("domain_backoff_run", _positive_int),
     "CONSOLE_DOMAIN_BACKOFF_SECONDS": ("domain_backoff_seconds", _positive_float),
+    "CONSOLE_SUPPRESS_REFUSED_MAILBOXES": ("suppress_refused_mailboxes", _boolean),
     "CONSOLE_WORKER_METRICS_PORT": ("worker_metrics_port", _positive_int),
     "CONSOLE_WORKER_METRICS_HOST": ("worker_metrics_host", _string),
     "CONSOLE_EMAIL_TEMPLATES": ("email_templates_dir", _directory),

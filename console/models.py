@@ -52,6 +52,7 @@ class Intent(Base):
     lane: Mapped[str] = mapped_column(String(20), server_default=BULK)
     purpose: Mapped[str | None] = mapped_column(String(100))
     locale: Mapped[str | None] = mapped_column(String(35))
+    recipient_account: Mapped[str | None] = mapped_column(String(255))  # e.g. "reviewer:29"
     attempt_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     next_attempt_at: Mapped[dt.datetime] = mapped_column(
         UTCDateTime, server_default=func.current_timestamp()
@@ -172,6 +173,10 @@ class Suppression(Base):
     note: Mapped[str | None] = mapped_column(Text)
     source_event_id: Mapped[int | None] = mapped_column(
         ForeignKey("provider_event.id", ondelete="SET NULL")
+    )
+    # the attempt a relay refused as "mailbox unknown", for suppressions made at send time
+    source_attempt_id: Mapped[int | None] = mapped_column(
+        ForeignKey("email_attempt.id", ondelete="SET NULL")
     )
     created_by: Mapped[str | None] = mapped_column(String(100))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)

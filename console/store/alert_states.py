@@ -16,7 +16,7 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
 from console.models import AlertState
-from console.store.sql import dialect_of
+from console.store.sql import dialect_of, insert_for
 
 FIRING, RESOLVED = "firing", "resolved"  # webhook_due: the transition the webhook is owed
 
@@ -58,10 +58,7 @@ def mark_alert_firing(
 
 def _insert_ignoring_conflict(session: Session, values: dict[str, Any]) -> bool:
     """INSERT the row unless its condition exists; return whether it was inserted."""
-    if dialect_of(session) == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
+    insert = insert_for(dialect_of(session))
     statement = (
         insert(AlertState)
         .values(**values)

@@ -7,6 +7,7 @@ import datetime as dt
 from sqlalchemy.orm import Session
 
 from console.models import WorkerHeartbeat
+from console.store.sql import dialect_of, insert_for
 
 
 def beat(
@@ -19,19 +20,10 @@ def beat(
     now: dt.datetime,
 ) -> None:
     """Insert or refresh this worker's heartbeat row (the caller commits)."""
-    insert_for = _dialect_insert(session)
-    statement = insert_for(WorkerHeartbeat).values(
+    statement = insert_for(dialect_of(session))(WorkerHeartbeat).values(
         worker_id=worker_id, host=host, pid=pid, started_at=started_at, last_tick_at=now
     )
     statement = statement.on_conflict_do_update(
         index_elements=["worker_id"], set_={"last_tick_at": statement.excluded.last_tick_at}
     )
     session.execute(statement)
-
-
-def _dialect_insert(session: Session):
-    if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    return dialect_insert

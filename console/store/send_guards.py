@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from console.core.breaker import BreakerState
 from console.core.domain_backoff import Deferral
 from console.models import Intent, LaneBreaker
+from console.store.sql import dialect_of, insert_for
 from console.vocabulary import CLOSED, LANES, PENDING
 
 _LIKE_SPECIALS = str.maketrans({"%": r"\%", "_": r"\_", "\\": r"\\"})
@@ -65,10 +66,7 @@ def write_breaker_state(
 
 
 def _insert_breaker_if_absent(session: Session, lane: str, values: dict) -> bool:
-    if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
+    insert = insert_for(dialect_of(session))
     statement = (
         insert(LaneBreaker)
         .values(lane=lane, **values)

@@ -15,6 +15,15 @@ def dialect_of(session: Session) -> str:
     return session.get_bind().dialect.name
 
 
+def insert_for(dialect: str) -> Any:
+    """The INSERT construct of `dialect` (postgresql or sqlite): both have ON CONFLICT."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
+
+
 def prefix_match(column: Any, prefix: str, dialect: str) -> ColumnElement[bool]:
     """Match values starting with `prefix` in a way that uses the column's index.
 

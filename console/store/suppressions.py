@@ -7,7 +7,7 @@ import datetime as dt
 from typing import Any
 
 from email_validator import EmailNotValidError, validate_email
-from sqlalchemy import delete, func, select
+from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.orm import Session
 
 from console.models import Intent, Suppression, utcnow
@@ -19,7 +19,7 @@ from console.store.actions import (
     required_reason,
 )
 from console.store.audit import audit_values, write_audit
-from console.store.sql import PAGE_SIZE, dialect_of, prefix_match
+from console.store.sql import PAGE_SIZE, dialect_of, insert_for, prefix_match
 from console.store.suppression_lookup import is_suppressed
 from console.vocabulary import SUPPRESSED
 
@@ -33,12 +33,8 @@ def normalized_address(raw: str) -> str:
 
 
 def _insert_ignoring_duplicate(session: Session, values: dict[str, Any]) -> int | None:
-    if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
     statement = (
-        dialect_insert(Suppression)
+        insert_for(dialect_of(session))(Suppression)
         .values(**values)
         .on_conflict_do_nothing(index_elements=["recipient"])
         .returning(Suppression.id)
@@ -158,3 +154,32 @@ def held_back_count(session: Session, recipient: str) -> int:
         Intent.status == "suppressed", func.lower(Intent.recipient) == recipient.lower()
     )
     return session.execute(query).scalar_one()
+
+
+REFUSED_MAILBOX_ACTOR = "smtp"  # created_by of suppressions a relay's refusal made
+REFUSAL_NOTE_LIMIT = 500
+
+
+def suppress_refused_mailbox(
+    connection: Connection, *, recipient: str, reply: str, attempt_id: int, now: dt.datetime
+) -> bool:
+    """Suppress a recipient the relay refused as unknown or disabled, naming the attempt.
+
+    One unit of work on a writer connection: commits. False when already suppressed.
+    """
+    statement = (
+        insert_for(connection.dialect.name)(Suppression)
+        .values(
+            recipient=recipient.lower()[:320],
+            reason="bounce",
+            note=reply[:REFUSAL_NOTE_LIMIT],
+            source_attempt_id=attempt_id,
+            created_by=REFUSED_MAILBOX_ACTOR,
+            created_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=["recipient"])
+        .returning(Suppression.id)
+    )
+    added = connection.execute(statement).first() is not None
+    connection.commit()
+    return added

@@ -17,7 +17,6 @@ import logging
 import os
 import random as _random
 import secrets
-import signal
 import socket
 import threading
 from collections.abc import Callable
@@ -29,11 +28,12 @@ from console.config import Settings
 from console.core.classify import classify
 from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
+from console.core.rejections import refuses_the_mailbox
 from console.core.send_result import SendResult
 from console.mail.catalog import TemplateCatalog, catalog_for, default_catalog
 from console.models import utcnow
 from console.ops import metrics
-from console.store import attempt_records, claims, heartbeats, lease_sweep
+from console.store import attempt_records, claims, heartbeats, lease_sweep, suppressions
 from console.store.database import make_engine, make_session_factory
 from console.store.events import match_unmatched_events
 from console.store.serial_writes import SerialWrites
@@ -42,6 +42,7 @@ from console.transports.factory import make_transport
 from console.transports.smtp import envelope_address
 from console.vocabulary import CLAIMED, DATA_SENT, ENVELOPE
 from console.worker.compose import compose
+from console.worker.crash_points import CrashPoint
 from console.worker.decision_log import log_decision, log_expired_lease, log_stale_attempt
 from console.worker.decisions import SendDecisions
 from console.worker.eligibility import EligibilityPolicy
@@ -49,9 +50,6 @@ from console.worker.guard import GuardPolicy, SendGuard
 from console.worker.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
-
-# Test-only: CONSOLE_TEST_CRASH_AT=<point> makes the worker SIGKILL itself there.
-CRASH_POINTS = ("claimed", "envelope", "data_sent", "before_record")
 
 
 class LeaseLost(RuntimeError):
@@ -102,8 +100,6 @@ class Worker:
         crash_at: str | None = None,
         guard_policy: GuardPolicy | None = None,
     ) -> None:
-        if crash_at is not None and crash_at not in CRASH_POINTS:
-            raise ValueError(f"unknown crash point {crash_at!r}: expected one of {CRASH_POINTS}")
         self.session_factory = session_factory
         self._writes = SerialWrites(session_factory.kw["bind"])
         self._marks: Connection | None = None
@@ -117,7 +113,7 @@ class Worker:
         self.worker_id = worker_id or new_worker_id()
         self.guard = SendGuard(guard_policy, self.worker_id) if guard_policy else None
         self.started_at = clock()
-        self._crash_at = crash_at
+        self._crash_if = CrashPoint(crash_at)
         self._stopping = threading.Event()
         self._runner = asyncio.Runner()
         self._owned_engine: Engine | None = None
@@ -297,12 +293,26 @@ class Worker:
             outcome.now,
         )
 
+    def _suppresses(self, result: SendResult, classification: Classification) -> bool:
+        """Whether this refusal puts the recipient on the suppression list."""
+        enabled = self.settings.suppress_refused_mailboxes
+        return enabled and refuses_the_mailbox(result, classification)
+
     def _record_and_guard(self, connection: Connection, outcome: _Outcome) -> bool:
         """T2, then feed the outcome to the breaker and per-domain back-off (writes thread)."""
         claim, result = outcome.claim, outcome.result
         recorded = attempt_records.record_outcome(
             connection, claim, result, outcome.classification, outcome.decision, outcome.now
         )
+        if recorded and self._suppresses(result, outcome.classification):
+            reply = f"{result.code} {result.reply_text or ''}".strip()
+            suppressions.suppress_refused_mailbox(
+                connection,
+                recipient=claim.intent.recipient,
+                reply=reply,
+                attempt_id=claim.attempt_id,
+                now=outcome.now,
+            )
         if recorded and self.guard:
             with Session(bind=connection) as session:
                 self.guard.after_outcome(
@@ -330,8 +340,3 @@ class Worker:
         if self._marks is None:
             self._marks = attempt_records.writer(self.session_factory.kw["bind"])
         return self._marks
-
-    def _crash_if(self, point: str) -> None:
-        if self._crash_at == point:
-            log.warning("CONSOLE_TEST_CRASH_AT=%s: killing this worker now", point)
-            os.kill(os.getpid(), signal.SIGKILL)

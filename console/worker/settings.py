@@ -20,6 +20,7 @@ class WorkerSettings:
     lease_seconds: float = 300.0
     concurrency: int = 1
     overrides: Overrides = Overrides()
+    suppress_refused_mailboxes: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerSettings:
@@ -33,4 +34,5 @@ class WorkerSettings:
             lease_seconds=settings.lease_seconds,
             concurrency=settings.smtp_connections,
             overrides=parse_overrides(settings.classify_overrides),
+            suppress_refused_mailboxes=settings.suppress_refused_mailboxes,
         )

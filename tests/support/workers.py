@@ -68,6 +68,7 @@ def build_worker(
     lease_seconds: float = 300.0,
     concurrency: int = 1,
     guard_policy: GuardPolicy | None = None,
+    suppress_refused_mailboxes: bool = True,
     **worker_options,
 ) -> Worker:
     """Return a worker on `transport`; the caller closes it.
@@ -82,6 +83,7 @@ def build_worker(
         batch_size=batch_size,
         lease_seconds=lease_seconds,
         concurrency=concurrency,
+        suppress_refused_mailboxes=suppress_refused_mailboxes,
     )
     draw = random if callable(random) else lambda: random
     return Worker(

@@ -1,0 +1,102 @@
+"""What the worker checks at send time, against a real SMTP server on SQLite and PostgreSQL.
+
+A relay's synchronous "mailbox unknown" suppresses the address like a hard bounce.
+"""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from console.models import Attempt, Intent, Suppression
+from console.outbox import enqueue
+from console.transports.smtp import SmtpTransport
+from console.vocabulary import FAILED, SUPPRESSED
+from tests.support.smtp_server import ScriptedSMTPServer
+
+TIMEOUT_SECONDS = 2.0
+ORDER = dict(
+    template="order-confirmation",
+    params={
+        "customer_name": "Ada",
+        "order_number": "1",
+        "items": [{"quantity": 1, "name": "Lamp", "price": "9.00"}],
+        "total": "9.00",
+    },
+)
+
+
+@pytest.fixture
+def smtp_server():
+    with ScriptedSMTPServer() as server:
+        yield server
+
+
+def enqueue_order(session_factory, key: str, to: str) -> int:
+    with session_factory() as session:
+        intent_id = enqueue(session, key=key, to=to, **ORDER).id
+        session.commit()
+    return intent_id
+
+
+def send_all(make_worker, smtp_server, **options) -> None:
+    transport = SmtpTransport(smtp_server.url, timeout_seconds=TIMEOUT_SECONDS)
+    make_worker(transport, **options).run_once()
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "suppresses"),
+    [
+        ("rcpt:550 5.1.1 <nobody@example.com>: Recipient address rejected", True),
+        ("550 5.1.1 Mailbox unavailable: user unknown", True),  # after the body
+        ("rcpt:553 5.1.10 Recipient address has null MX", True),
+        ("rcpt:550 5.2.1 Mailbox disabled", True),
+        ("rcpt:550 5.7.1 Relay access denied", False),
+        ("554 5.6.0 Message content rejected", False),
+    ],
+)
+def test_a_refusal_of_the_mailbox_suppresses_it_and_others_only_fail(
+    session_factory, make_worker, smtp_server, behaviour, suppresses
+):
+    smtp_server.script.set("nobody@example.com", [behaviour])
+    intent_id = enqueue_order(session_factory, "order:1", "Nobody@Example.com")
+    send_all(make_worker, smtp_server)
+    with session_factory() as session:
+        assert session.get(Intent, intent_id).status == FAILED
+        attempt = session.scalars(select(Attempt).where(Attempt.intent_id == intent_id)).one()
+        entry = session.scalars(select(Suppression)).one_or_none()
+    if not suppresses:
+        assert entry is None
+        return
+    assert entry.recipient == "nobody@example.com"
+    assert (entry.reason, entry.created_by, entry.source_attempt_id) == (
+        "bounce",
+        "smtp",
+        attempt.id,
+    )
+    assert behaviour.removeprefix("rcpt:")[4:] in entry.note
+    # the next mail to that address is suppressed at enqueue, never tried again
+    later_id = enqueue_order(session_factory, "order:2", "nobody@example.com")
+    with session_factory() as session:
+        assert session.get(Intent, later_id).status == SUPPRESSED
+
+
+def test_the_setting_turns_suppression_on_refusal_off(session_factory, make_worker, smtp_server):
+    smtp_server.script.set("nobody@example.com", ["rcpt:550 5.1.1 user unknown"])
+    intent_id = enqueue_order(session_factory, "order:1", "nobody@example.com")
+    send_all(make_worker, smtp_server, suppress_refused_mailboxes=False)
+    with session_factory() as session:
+        assert session.get(Intent, intent_id).status == FAILED
+        assert session.scalars(select(Suppression)).all() == []
+
+
+def test_a_recipient_suppressed_already_keeps_its_entry(session_factory, make_worker, smtp_server):
+    smtp_server.script.set("nobody@example.com", ["rcpt:550 5.1.1 user unknown"])
+    first = enqueue_order(session_factory, "order:1", "nobody@example.com")
+    second = enqueue_order(session_factory, "order:2", "nobody@example.com")
+    send_all(make_worker, smtp_server)
+    with session_factory() as session:
+        entries = session.scalars(select(Suppression)).all()
+        statuses = {session.get(Intent, first).status, session.get(Intent, second).status}
+    assert len(entries) == 1
+    assert statuses <= {FAILED, SUPPRESSED}
