@@ -150,6 +150,7 @@ class ProviderEvent(Base):
     occurred_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     received_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     matched_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    unmatched_reason: Mapped[str | None] = mapped_column(Text)  # why it waits; NULL once matched
     payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     __table_args__ = (

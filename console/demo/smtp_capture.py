@@ -7,6 +7,9 @@ What it does with a message depends on how the recipient's address starts:
 - ``reject...``: ``550 5.1.1`` after the body (a permanent failure);
 - ``hangup...``: takes the body, then hangs up without a reply (the outcome is unknown);
 - anything else: ``250 2.0.0 Ok: queued as <id>``, and the message is captured.
+
+Queue ids look like a relay's (``DEMO3F9A1C2B000001``) and carry a random
+prefix drawn at each start, so a restarted demo never hands out an id again.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import dataclasses
 import itertools
 import logging
 import re
+import secrets
 import threading
 from collections.abc import Callable
 
@@ -61,8 +65,13 @@ class CaptureHandler:
         self.captured: collections.deque[CapturedMessage] = collections.deque(maxlen=CAPTURED_KEPT)
         self._on_message = on_message
         self._times_seen: collections.Counter[tuple[str, str | None]] = collections.Counter()
+        self._queue_id_prefix = secrets.token_hex(4).upper()  # new at every start
         self._queue_ids = itertools.count(1)
         self._lock = threading.Lock()
+
+    def next_queue_id(self) -> str:
+        """A queue id never handed out before, also by an earlier run of the demo."""
+        return f"DEMO{self._queue_id_prefix}{next(self._queue_ids):06d}"
 
     async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's name
         headers = envelope.content.partition(b"\r\n\r\n")[0]
@@ -74,7 +83,7 @@ class CaptureHandler:
             self._times_seen[(recipient.lower(), message_id)] += 1
         behaviour = behaviour_for(recipient, times_seen)
         if behaviour == ACCEPT:
-            behaviour = f"250 2.0.0 Ok: queued as DEMO{next(self._queue_ids):06d}"
+            behaviour = f"250 2.0.0 Ok: queued as {self.next_queue_id()}"
         self._keep(CapturedMessage(recipient, message_id, subject, behaviour))
         if behaviour == HANGUP:
             server.transport.abort()  # the body arrived; the reply never will

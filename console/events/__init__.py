@@ -1,6 +1,7 @@
 """Provider events: what a provider reports after it accepted a message.
 
-Parsing and verification live here (``sns``, ``ses``, ``webhook``) and do no
+Parsing, verification and the matching rule live here (``sns``, ``ses``,
+``webhook``, ``matching``) and do no
 database work; recording and correlation live in ``console.store.events``.
 """
 

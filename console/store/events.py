@@ -5,10 +5,13 @@ webhook acknowledges only once the whole effect of its events is durable.
 
 - An event is inserted with UNIQUE(source, source_event_id): a redelivery
   inserts nothing and changes nothing.
-- It is matched to its intent by provider message id (on the intent or on one
-  of its attempts) or by Message-ID. One that cannot be matched yet stays
-  unmatched (``intent_id`` and ``matched_at`` NULL) until
-  ``match_unmatched_events`` finds its intent.
+- It is matched to its intent by the rule of ``console.events.matching``: its
+  Message-ID when present, else its provider message id (on the intent or on
+  one of its attempts), together with the recipient it names — provider ids
+  repeat, so an event is never attached to another recipient's intent. One
+  that matches no intent, or several, stays unmatched (``intent_id`` and
+  ``matched_at`` NULL, the reason in ``unmatched_reason``) until
+  ``match_unmatched_events`` finds exactly one by the same rule.
 - Facts are separate columns, each written once: ``delivered_at``,
   ``bounced_at`` with type and diagnostic (a permanent bounce replaces an
   earlier transient one), ``complained_at``. A late delivery never clears a
@@ -28,7 +31,7 @@ import datetime as dt
 import logging
 from typing import Any
 
-from sqlalchemy import Select, null, or_, select, update
+from sqlalchemy import Select, func, or_, select, union, update
 from sqlalchemy.orm import Session
 
 from console.events import (
@@ -39,12 +42,14 @@ from console.events import (
     PERMANENT,
     ReportedEvent,
 )
+from console.events.matching import Candidate, choose
 from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppression, utcnow
 from console.vocabulary import AMBIGUOUS, SUBMITTED
 
 log = logging.getLogger(__name__)
 
 MATCH_BATCH_SIZE = 500
+CANDIDATES_LOOKED_AT = 50  # intents sharing one provider id: enough to tell or to say why
 EVENT_ACTOR_PREFIX = "provider-event"
 RESOLVED_ACTION = "resolved_by_provider_event"
 
@@ -142,60 +147,130 @@ def _suppress(session: Session, event: ReportedEvent, event_row_id: int, now: dt
 
 
 def _match_new_event(session: Session, row_id: int, event: ReportedEvent, now: dt.datetime) -> int:
-    candidate = _find_intent(session, event.provider_message_id, event.message_id)
-    if candidate is None:
+    chosen = _choose_intent(
+        session,
+        provider_message_id=_clip(event.provider_message_id),
+        message_id=_clip(event.message_id),
+        recipient=event.recipient[:320] if event.recipient else None,
+    )
+    if isinstance(chosen, str):
+        _keep_unmatched(session, row_id, chosen)
         log.info("provider event unmatched", extra={"status": "unmatched"})
         return 0
-    intent_id, attempt_id = candidate
-    return int(_link_and_apply(session, row_id, intent_id, attempt_id, now))
+    return int(_link_and_apply(session, row_id, chosen.intent_id, chosen.attempt_id, now))
 
 
-def _find_intent(
-    session: Session, provider_message_id: str | None, message_id: str | None
-) -> tuple[int, int | None] | None:
-    """Return (intent id, attempt id or None) of the message an event is about."""
-    if provider_message_id:
-        by_attempt = (
-            select(Attempt.intent_id, Attempt.id)
-            .where(Attempt.provider_message_id == provider_message_id)
-            .order_by(Attempt.id.desc())
-            .limit(1)
-        )
-        found = session.execute(by_attempt).first()
-        if found is not None:
-            return found[0], found[1]
-        by_intent = select(Intent.id).where(Intent.provider_message_id == provider_message_id)
-        intent_id = session.execute(by_intent.limit(1)).scalar_one_or_none()
-        if intent_id is not None:
-            return intent_id, None
+def _choose_intent(
+    session: Session,
+    *,
+    provider_message_id: str | None,
+    message_id: str | None,
+    recipient: str | None,
+) -> Candidate | str:
+    """Return the intent an event is about, or the reason it waits (``events.matching``)."""
+    candidates = _candidates(session, provider_message_id, message_id, recipient)
+    return choose(
+        candidates,
+        recipient=recipient,
+        provider_message_id=provider_message_id,
+        message_id=message_id,
+    )
+
+
+def _candidates(
+    session: Session,
+    provider_message_id: str | None,
+    message_id: str | None,
+    recipient: str | None,
+) -> list[Candidate]:
+    """The intents an event's Message-ID (when present) or else its provider id points at.
+
+    Those to `recipient` when there are any; else the others, for the reason.
+    """
     if message_id:
-        by_header = select(Intent.id).where(Intent.message_id == message_id)
-        intent_id = session.execute(by_header).scalar_one_or_none()
-        if intent_id is not None:
-            return intent_id, None
-    return None
+        named = select(Intent.id).where(Intent.message_id == message_id)
+    elif provider_message_id:
+        named = union(
+            select(Attempt.intent_id).where(Attempt.provider_message_id == provider_message_id),
+            select(Intent.id).where(Intent.provider_message_id == provider_message_id),
+        )
+    else:
+        return []
+    query = (
+        select(Intent.id, Intent.recipient)
+        .where(Intent.id.in_(named))
+        .order_by(Intent.id)
+        .limit(CANDIDATES_LOOKED_AT)
+    )
+    intents = []
+    if recipient:
+        to_recipient = func.lower(Intent.recipient) == recipient.strip().lower()
+        intents = session.execute(query.where(to_recipient)).all()
+    if not intents:
+        intents = session.execute(query).all()
+    if not intents:
+        return []
+    attempts: dict[int, int] = {}
+    if provider_message_id:
+        latest = (
+            select(Attempt.intent_id, func.max(Attempt.id))
+            .where(
+                Attempt.provider_message_id == provider_message_id,
+                Attempt.intent_id.in_([intent_id for intent_id, _ in intents]),
+            )
+            .group_by(Attempt.intent_id)
+        )
+        attempts = {intent_id: attempt_id for intent_id, attempt_id in session.execute(latest)}
+    return [
+        Candidate(intent_id, recipient, attempts.get(intent_id)) for intent_id, recipient in intents
+    ]
 
 
-def _unmatched_candidates(limit: int) -> list[Select[Any]]:
-    """Queries pairing unmatched events with the intent they can now be matched to."""
-    unmatched = ProviderEvent.matched_at.is_(None)
+def _keep_unmatched(session: Session, event_id: int, reason: str) -> None:
+    """Say why the event still waits, unless it was matched meanwhile."""
+    session.execute(
+        update(ProviderEvent)
+        .where(
+            ProviderEvent.id == event_id,
+            ProviderEvent.matched_at.is_(None),
+            or_(ProviderEvent.unmatched_reason.is_(None), ProviderEvent.unmatched_reason != reason),
+        )
+        .values(unmatched_reason=reason)
+    )
+
+
+def _waiting_with_a_candidate(limit: int) -> list[Select[Any]]:
+    """Queries of unmatched events that now have exactly one intent to their recipient.
+
+    They mirror the rule of ``events.matching`` (Message-ID first, recipient
+    always), so an event whose id is only on other recipients' intents, or on
+    several of its recipient's, is not picked again and again; each event
+    found is then decided by that rule itself.
+    """
+    waiting = ProviderEvent.matched_at.is_(None)
+    to_its_recipient = or_(
+        ProviderEvent.recipient.is_(None),
+        func.lower(Intent.recipient) == func.lower(ProviderEvent.recipient),
+    )
+    one_intent = func.count(func.distinct(Intent.id)) == 1
     by_attempt = (
-        select(ProviderEvent.id, Attempt.intent_id, Attempt.id)
+        select(ProviderEvent.id)
         .join(Attempt, Attempt.provider_message_id == ProviderEvent.provider_message_id)
-        .where(unmatched)
+        .join(Intent, Intent.id == Attempt.intent_id)
+        .where(waiting, ProviderEvent.message_id.is_(None), to_its_recipient)
     )
     by_intent = (
-        select(ProviderEvent.id, Intent.id, null())
+        select(ProviderEvent.id)
         .join(Intent, Intent.provider_message_id == ProviderEvent.provider_message_id)
-        .where(unmatched)
+        .where(waiting, ProviderEvent.message_id.is_(None), to_its_recipient)
     )
     by_header = (
-        select(ProviderEvent.id, Intent.id, null())
+        select(ProviderEvent.id)
         .join(Intent, Intent.message_id == ProviderEvent.message_id)
-        .where(unmatched)
+        .where(waiting, to_its_recipient)
     )
     return [
-        query.order_by(ProviderEvent.id).limit(limit)
+        query.group_by(ProviderEvent.id).having(one_intent).order_by(ProviderEvent.id).limit(limit)
         for query in (by_attempt, by_intent, by_header)
     ]
 
@@ -205,18 +280,38 @@ def match_unmatched_events(
 ) -> int:
     """Match waiting events whose message is now known; return how many were matched.
 
-    Safe to run from any number of processes at once: an event is linked by a
+    The rule is the one a new event meets (``events.matching``). Safe to run
+    from any number of processes at once: an event is linked by a
     compare-and-set on ``matched_at``, so its facts are applied exactly once.
     """
     now = now or utcnow()
-    pairs: dict[int, tuple[int, int | None]] = {}
-    for query in _unmatched_candidates(limit):
-        for event_id, intent_id, attempt_id in session.execute(query):
-            pairs.setdefault(event_id, (intent_id, attempt_id))
+    event_ids: set[int] = set()
+    for query in _waiting_with_a_candidate(limit):
+        event_ids.update(session.scalars(query))
+    if not event_ids:
+        return 0
+    waiting = session.execute(
+        select(
+            ProviderEvent.id,
+            ProviderEvent.provider_message_id,
+            ProviderEvent.message_id,
+            ProviderEvent.recipient,
+        )
+        .where(ProviderEvent.id.in_(sorted(event_ids)[:limit]))
+        .order_by(ProviderEvent.id)
+    ).all()
     matched = 0
-    for event_id in sorted(pairs)[:limit]:
-        intent_id, attempt_id = pairs[event_id]
-        matched += _link_and_apply(session, event_id, intent_id, attempt_id, now)
+    for event_id, provider_message_id, message_id, recipient in waiting:
+        chosen = _choose_intent(
+            session,
+            provider_message_id=provider_message_id,
+            message_id=message_id,
+            recipient=recipient,
+        )
+        if isinstance(chosen, str):
+            _keep_unmatched(session, event_id, chosen)
+            continue
+        matched += _link_and_apply(session, event_id, chosen.intent_id, chosen.attempt_id, now)
     if matched:
         log.info("matched waiting provider events", extra={"count": matched})
     return matched
@@ -229,7 +324,7 @@ def _link_and_apply(
     linked = session.execute(
         update(ProviderEvent)
         .where(ProviderEvent.id == event_id, ProviderEvent.matched_at.is_(None))
-        .values(intent_id=intent_id, attempt_id=attempt_id, matched_at=now)
+        .values(intent_id=intent_id, attempt_id=attempt_id, matched_at=now, unmatched_reason=None)
     )
     if linked.rowcount != 1:
         return False
@@ -237,8 +332,7 @@ def _link_and_apply(
     intent = session.get(Intent, intent_id, populate_existing=True)
     assert event is not None and intent is not None
     _learn_provider_message_id(session, intent, event)
-    if event.recipient is None or event.recipient.lower() == intent.recipient.lower():
-        _apply_fact(session, intent_id, event, now)
+    _apply_fact(session, intent_id, event, now)  # matching ensured it is this recipient's
     if event.event_type in ACCEPTANCE_EVENTS:
         _resolve_ambiguous(session, intent, event, now)
     return True

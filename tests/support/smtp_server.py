@@ -4,7 +4,9 @@ Each recipient can be told how to answer its 1st, 2nd, ... attempt (the last
 behaviour repeats); recipients without a script use ``"*"`` (default: accept).
 A behaviour is one string:
 
-- ``"250"``: accept the body, answering ``250 2.0.0 Ok: queued as <id>``;
+- ``"250"``: accept the body, answering ``250 2.0.0 Ok: queued as <id>`` (an id
+  shaped like a relay's queue id, with a random prefix per server start, so ids
+  never repeat across restarts);
 - ``"421"``, ``"450"``, ``"451"``, ``"452"``, ``"550"``, ``"553"``, ``"554"`` (or
   any ``"NNN optional text"``): answer that code after the body;
 - ``"rcpt:550"`` (any code): refuse the recipient at RCPT TO;
@@ -43,6 +45,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import signal
 import ssl
 import subprocess
@@ -132,8 +135,13 @@ class ScriptedHandler:
         self.stall_seconds = stall_seconds
         self.received: list[Received] = []
         self._record = open(record_path, "a", buffering=1) if record_path else None  # noqa: SIM115
+        self._queue_id_prefix = secrets.token_hex(4).upper()  # new at every server start
         self._queue_ids = itertools.count(1)
         self._lock = threading.Lock()
+
+    def next_queue_id(self) -> str:
+        """A queue id such as ``Q3F9A1C2B000001``: never repeated, also after a restart."""
+        return f"Q{self._queue_id_prefix}{next(self._queue_ids):06X}"
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):  # noqa: N802
         behaviour = self.script.next_for(address)
@@ -160,7 +168,7 @@ class ScriptedHandler:
             await asyncio.sleep(self.stall_seconds)
             return "250 2.0.0 Ok: too late"
         code, text = _parse_code(behaviour)
-        queue_id = f"Q{next(self._queue_ids):08X}" if code == 250 else None
+        queue_id = self.next_queue_id() if code == 250 else None
         self._keep(Received(message_id, recipient, str(code), queue_id))
         return _reply(code, text, queue_id or "")
 
