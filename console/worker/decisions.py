@@ -28,7 +28,7 @@ from console.mail.catalog import TemplateCatalog
 from console.mail.template_settings import TemplateError
 from console.store.lease_sweep import ExpiredLease
 from console.store.send_statements import DueIntent
-from console.vocabulary import PENDING
+from console.vocabulary import PENDING, PERMANENT
 from console.worker.eligibility import EligibilityPolicy
 
 log = logging.getLogger("console.worker.loop")
@@ -86,6 +86,15 @@ class SendDecisions:
         )
         delay = dt.timedelta(seconds=self.retry.backoff.delay_seconds(1, self.random))
         return Decision(PENDING, f"eligibility check failed ({type(error).__name__})", now + delay)
+
+    def suppressed_at_send(
+        self, intent: DueIntent, now: dt.datetime
+    ) -> tuple[Classification, Decision]:
+        """A recipient suppressed between the claim and its turn: not sent, never retried."""
+        classification = Classification(PERMANENT, "recipient suppressed before its turn to send")
+        facts = self.facts(intent, attempts_made=intent.attempt_count)
+        decision = decide_at_claim(facts, now, suppressed=True, ineligible_reason=None)
+        return classification, decision
 
     def after_attempt(
         self,

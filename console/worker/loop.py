@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import dataclasses
 import datetime as dt
 import logging
 import os
@@ -26,14 +25,20 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from console.config import Settings
 from console.core.classify import classify
-from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.core.rejections import refuses_the_mailbox
 from console.core.send_result import SendResult
 from console.mail.catalog import TemplateCatalog, catalog_for, default_catalog
 from console.models import utcnow
 from console.ops import metrics
-from console.store import attempt_records, claims, heartbeats, lease_sweep, suppressions
+from console.store import (
+    attempt_records,
+    claims,
+    heartbeats,
+    lease_sweep,
+    suppression_lookup,
+    suppressions,
+)
 from console.store.database import make_engine, make_session_factory
 from console.store.events import match_unmatched_events
 from console.store.serial_writes import SerialWrites
@@ -48,34 +53,13 @@ from console.worker.decisions import SendDecisions
 from console.worker.eligibility import EligibilityPolicy
 from console.worker.guard import GuardPolicy, SendGuard
 from console.worker.settings import WorkerSettings
+from console.worker.tick import FinishedAttempt, TickReport
 
 log = logging.getLogger(__name__)
 
 
 class LeaseLost(RuntimeError):
     """The lease-expiry sweep took this attempt back before its body was handed over."""
-
-
-@dataclasses.dataclass
-class TickReport:
-    """What one tick did, for loops (was the batch full?) and tests."""
-
-    claimed: int = 0
-    swept: int = 0
-    stale: int = 0
-    released: int = 0
-    statuses: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Outcome:
-    """One finished attempt on its way to T2."""
-
-    claim: claims.Claim
-    result: SendResult
-    classification: Classification
-    decision: Decision
-    now: dt.datetime
 
 
 def new_worker_id() -> str:
@@ -252,6 +236,25 @@ class Worker:
         self, claim: claims.Claim, records: list[asyncio.Future], report: TickReport
     ) -> None:
         """Send one claimed intent; its T2 is queued and runs while the next one is sent."""
+        if suppression_lookup.is_suppressed_now(self._mark_connection(), claim.intent.recipient):
+            now = self.clock()
+            result = SendResult(stage=CLAIMED, error="recipient suppressed before its turn")
+            classification, decision = self.decisions.suppressed_at_send(claim.intent, now)
+        else:
+            result = await self._send(claim)
+            classification = classify(result, self.settings.overrides)
+            duration_seconds = (result.duration_ms or 0) / 1000
+            metrics.record_attempt(classification.outcome, claim.intent.lane, duration_seconds)
+            now = self.clock()
+            decision = self.decisions.after_attempt(
+                claim.intent, claim.attempt_number, classification, now
+            )
+        self._crash_if("before_record")
+        outcome = FinishedAttempt(claim, result, classification, decision, now)
+        records.append(asyncio.ensure_future(self._record(outcome, report)))
+
+    async def _send(self, claim: claims.Claim) -> SendResult:
+        """Compose the email and hand it to the transport; a compose failure is its result."""
         email = compose(
             claim,
             self.catalog,
@@ -260,22 +263,10 @@ class Worker:
             date=self.clock(),
         )
         if isinstance(email, SendResult):
-            result = email
-        else:
-            result = await self.transport.send(email, self._on_stage)
-        classification = classify(result, self.settings.overrides)
-        metrics.record_attempt(
-            classification.outcome, claim.intent.lane, (result.duration_ms or 0) / 1000
-        )
-        now = self.clock()
-        decision = self.decisions.after_attempt(
-            claim.intent, claim.attempt_number, classification, now
-        )
-        self._crash_if("before_record")
-        outcome = _Outcome(claim, result, classification, decision, now)
-        records.append(asyncio.ensure_future(self._record(outcome, report)))
+            return email
+        return await self.transport.send(email, self._on_stage)
 
-    async def _record(self, outcome: _Outcome, report: TickReport) -> None:
+    async def _record(self, outcome: FinishedAttempt, report: TickReport) -> None:
         claim, decision = outcome.claim, outcome.decision
         if not await self._writes.submit(self._record_and_guard, outcome):
             report.stale += 1
@@ -298,7 +289,7 @@ class Worker:
         enabled = self.settings.suppress_refused_mailboxes
         return enabled and refuses_the_mailbox(result, classification)
 
-    def _record_and_guard(self, connection: Connection, outcome: _Outcome) -> bool:
+    def _record_and_guard(self, connection: Connection, outcome: FinishedAttempt) -> bool:
         """T2, then feed the outcome to the breaker and per-domain back-off (writes thread)."""
         claim, result = outcome.claim, outcome.result
         recorded = attempt_records.record_outcome(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from console.worker.loop import TickReport, Worker
+from console.worker.loop import Worker
+from console.worker.tick import TickReport
 
 log = logging.getLogger("console.worker.loop")
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from console.models import Attempt, Intent, Suppression
+from console.models import Attempt, Intent, Suppression, utcnow
 from console.outbox import enqueue
 from console.transports.smtp import SmtpTransport
-from console.vocabulary import FAILED, SUPPRESSED
+from console.vocabulary import CLAIMED, FAILED, SUPPRESSED
 from tests.support.smtp_server import ScriptedSMTPServer
 
 TIMEOUT_SECONDS = 2.0
@@ -100,3 +100,43 @@ def test_a_recipient_suppressed_already_keeps_its_entry(session_factory, make_wo
         statuses = {session.get(Intent, first).status, session.get(Intent, second).status}
     assert len(entries) == 1
     assert statuses <= {FAILED, SUPPRESSED}
+
+
+class SuppressingMidBatch(SmtpTransport):
+    """A real SMTP transport that, after its `after`-th send, has an operator suppress `address`."""
+
+    def __init__(self, url: str, session_factory, *, after: int, address: str) -> None:
+        super().__init__(url, timeout_seconds=TIMEOUT_SECONDS)
+        self.session_factory, self.after, self.address = session_factory, after, address
+        self.sends = 0
+
+    async def send(self, email, on_stage):
+        result = await super().send(email, on_stage)
+        self.sends += 1
+        if self.sends == self.after:
+            with self.session_factory() as session:
+                session.add(
+                    Suppression(recipient=self.address, reason="complaint", created_at=utcnow())
+                )
+                session.commit()
+        return result
+
+
+def test_a_suppression_committed_during_a_batch_stops_the_later_sends_to_that_address(
+    session_factory, make_worker, smtp_server
+):
+    victim = "victim@example.com"
+    recipients = [f"buyer{n}@example.com" for n in range(50)]
+    recipients[30] = recipients[40] = victim
+    ids = [enqueue_order(session_factory, f"order:{n}", to) for n, to in enumerate(recipients)]
+    transport = SuppressingMidBatch(smtp_server.url, session_factory, after=10, address=victim)
+    report = make_worker(transport, batch_size=50).run_once()
+    assert report.claimed == 50, "one batch: the suppression came after the claim"
+    received = [message.recipient for message in smtp_server.received]
+    assert victim not in received and len(received) == 48
+    with session_factory() as session:
+        for n in (30, 40):
+            intent = session.get(Intent, ids[n])
+            assert intent.status == SUPPRESSED, n
+            attempt = session.scalars(select(Attempt).where(Attempt.intent_id == intent.id)).one()
+            assert attempt.finished_at is not None and attempt.stage == CLAIMED, "closed unsent"
