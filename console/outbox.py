@@ -1,4 +1,8 @@
-"""The application's door: enqueue an email intent inside a business transaction."""
+"""The application's door: enqueue an email intent inside a business transaction, or supersede one.
+
+A changed message is a new intent with a new key; the old one, if not sent yet,
+is cancelled with ``supersede`` in the same transaction.
+"""
 
 from __future__ import annotations
 
@@ -22,11 +26,14 @@ from console.mail.template_settings import TemplateError
 from console.models import Intent, utcnow
 from console.store.intent_insert import insert_intent_once
 from console.store.intent_lookup import intent_by_key
+from console.store.supersede import cancel_unsent
 from console.vocabulary import LANES, PENDING
 from console.worker import wakeup
 
 MAX_KEY_LENGTH = 255
 MAX_EVENT_LENGTH = 255
+MAX_ACCOUNT_LENGTH = 255
+MAX_REASON_LENGTH = 2000
 _WAKE_FLAG = "console.outbox.wake"
 _LINE_BREAKS = re.compile(r"[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _ENCODED_BREAK = re.compile(r"%0[ad]|=0[ad]|&#(?:x0*[ad]|0*1[03]);|\\[rn]", re.IGNORECASE)
@@ -159,6 +166,7 @@ def enqueue(
     purpose: str | None = None,
     locale: str | None = None,
     expires_at: dt.datetime | None = None,
+    recipient_account: str | None = None,
     catalog: TemplateCatalog | None = None,
 ) -> Intent:
     """Add an email intent to the caller's transaction and return it; never commit.
@@ -185,6 +193,8 @@ def enqueue(
     event = _check_short_text("event", event, MAX_EVENT_LENGTH)
     purpose = _check_short_text("purpose", purpose, 100)
     locale = _check_short_text("locale", locale, 35)
+    recipient_account = _check_short_text("recipient_account", recipient_account,
+                                          MAX_ACCOUNT_LENGTH)  # fmt: skip
 
     intent = _insert_once(
         session,
@@ -204,9 +214,27 @@ def enqueue(
             created_at=now,
             updated_at=now,
             expires_at=expires_at,
+            recipient_account=recipient_account,
         ),
     )
     return intent
+
+
+def supersede(session: Session, *, key: str, reason: str) -> bool:
+    """Cancel the intent holding `key` if it was not sent yet; return whether it was.
+
+    A pending intent, or a failed or dead one an operator might requeue, becomes
+    ``cancelled`` with `reason`, in the caller's transaction (never committed
+    here). An unknown key or an intent in any other status (being sent, sent,
+    ambiguous, ...) is left alone and False returned. Bad input raises
+    InvalidIntent before anything is written.
+    """
+    key = _check_key(key)
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidIntent("a reason is required to supersede an intent")
+    if len(reason) > MAX_REASON_LENGTH:
+        raise InvalidIntent(f"the reason is longer than {MAX_REASON_LENGTH} characters")
+    return cancel_unsent(session, key, reason.strip(), utcnow())
 
 
 @sa_event.listens_for(Session, "after_commit")

@@ -14,7 +14,6 @@ from console.store.actions import ActionRefused, apply_in_chunks, due_now_values
 from console.store.search_filters import SearchFilters
 from console.vocabulary import (
     DEAD,
-    EXPIRED,
     PENDING,
     REQUEUEABLE_STATUSES,
     SENDING,
@@ -47,6 +46,7 @@ class BulkPreview:
     previewed_at: dt.datetime
     limit: int = BULK_LIMIT
     scrubbed_skipped: int = 0  # params removed by retention: nothing left to render
+    expired_skipped: int = 0  # past the expires_at their application set: no longer wanted
 
     @property
     def will_act(self) -> int:
@@ -62,12 +62,19 @@ class BulkPreview:
             parts.append(f"{self.suppressed_skipped} suppressed recipients skipped")
         if self.scrubbed_skipped:
             parts.append(f"{self.scrubbed_skipped} with params removed by retention skipped")
+        if self.expired_skipped:
+            parts.append(f"{self.expired_skipped} past their expiry skipped")
         for status, count in sorted(self.skipped_by_status.items()):
             parts.append(f"{count} {_SKIP_WORDS.get(status, status)}")
         return "; ".join(parts)
 
 
 _SCRUBBED = Intent.params_scrubbed_at.is_not(None)
+
+
+def _past_expiry(at: dt.datetime) -> Any:
+    """Intents whose application-set expiry has passed at `at`: requeue keeps it, so skips them."""
+    return Intent.expires_at.is_not(None) & (Intent.expires_at <= at)
 
 
 def _bulk_conditions(
@@ -97,7 +104,7 @@ def preview_bulk(
             .group_by(Intent.status)
         ).all()
     )
-    suppressed_skipped = scrubbed_skipped = 0
+    suppressed_skipped = scrubbed_skipped = expired_skipped = 0
     if action == "requeue":
         in_scope = (*conditions, Intent.id <= max_id, Intent.status.in_(allowed))
         suppressed_skipped = session.execute(
@@ -106,14 +113,18 @@ def preview_bulk(
         scrubbed_skipped = session.execute(
             select(func.count()).where(*in_scope, ~suppressed, _SCRUBBED)
         ).scalar_one()
+        expired_skipped = session.execute(
+            select(func.count()).where(*in_scope, ~suppressed, ~_SCRUBBED, _past_expiry(now))
+        ).scalar_one()
     in_allowed = sum(count for status, count in by_status.items() if status in allowed)
     return BulkPreview(
         action=action,
         filters=filters,
         matched=sum(by_status.values()),
-        eligible=in_allowed - suppressed_skipped - scrubbed_skipped,
+        eligible=in_allowed - suppressed_skipped - scrubbed_skipped - expired_skipped,
         suppressed_skipped=suppressed_skipped,
         scrubbed_skipped=scrubbed_skipped,
+        expired_skipped=expired_skipped,
         skipped_by_status={s: c for s, c in by_status.items() if s not in allowed},
         max_id=max_id,
         previewed_at=now,
@@ -148,14 +159,12 @@ def apply_bulk(
         (Intent.updated_at.is_(None)) | (Intent.updated_at <= previewed_at),
     )
     if action == "requeue":
-        query = query.where(~suppressed, ~_SCRUBBED)
+        query = query.where(~suppressed, ~_SCRUBBED, ~_past_expiry(now))
     targets: dict[str, list[tuple[int, str]]] = {}
     for row in session.execute(query.order_by(Intent.id).limit(limit)):
         targets.setdefault(row.status, []).append((row.id, row.recipient))
     if action == "requeue":
         values = {status: due_now_values(now, f"requeued by {actor}") for status in targets}
-        if EXPIRED in values:
-            values[EXPIRED]["expires_at"] = None
     else:
         values = {PENDING: dict(status=DEAD, status_reason=f"dead-lettered by {actor}")}
     return apply_in_chunks(

@@ -59,8 +59,9 @@ def requeue(
 ) -> ActionResult:
     """Make a failed, dead, ambiguous, expired or cancelled intent pending and due now.
 
-    The attempt count is kept (it counts attempts). An expired intent loses its
-    expiry, or the worker would expire it again at once.
+    The attempt count is kept (it counts attempts), and so is the ``expires_at``
+    the application set: once it has passed, the requeue is refused (the mail is
+    no longer wanted; enqueue it again with a new key if it is).
     """
     now = now or utcnow()
     reason = required_reason(reason)
@@ -71,11 +72,13 @@ def requeue(
             f"cannot requeue intent {row.id}: its params were removed by retention "
             f"on {row.params_scrubbed_at:%Y-%m-%d}; enqueue the mail again with a new key"
         )
+    if row.expires_at is not None and row.expires_at <= now:
+        raise ActionRefused(
+            f"cannot requeue intent {row.id}: it expired at {row.expires_at:%Y-%m-%d %H:%M:%S} UTC "
+            "(the expiry its application set); enqueue the mail again with a new key if it is "
+            "still wanted"
+        )
     values = due_now_values(now, f"requeued by {actor}")
-    details = {}
-    if row.expires_at is not None:
-        values["expires_at"] = None
-        details["expiry_removed"] = row.expires_at.isoformat()
     warnings = (suppression_warning(session, row.recipient), _too_old_warning(row, now))
     warning = "; ".join(text for text in warnings if text) or None
     return act(
@@ -86,7 +89,6 @@ def requeue(
         actor=actor,
         reason=reason,
         now=now,
-        details=details,
         warning=warning,
     )
 

@@ -24,7 +24,7 @@ SUPPRESSED_REASON = "recipient is on the suppression list"
 INSERTED_COLUMNS = (
     "idempotency_key", "message_id", "event", "recipient", "template", "template_version",
     "params", "lane", "purpose", "locale", "attempt_count", "next_attempt_at", "created_at",
-    "updated_at", "expires_at",
+    "updated_at", "expires_at", "recipient_account",
 )  # fmt: skip
 
 

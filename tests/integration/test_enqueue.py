@@ -120,6 +120,16 @@ def test_explicit_version_lane_and_expiry(session_factory):
     assert stored.expires_at == expires.replace(tzinfo=dt.UTC)
 
 
+def test_recipient_account_is_stored(session_factory):
+    with session_factory() as session:
+        named = enqueue(session, key="k1", recipient_account="reviewer:29", **LOGIN)
+        unnamed = enqueue(session, key="k2", **LOGIN)
+        session.commit()
+        session.expire_all()
+        assert session.get(Intent, named.id).recipient_account == "reviewer:29"
+        assert session.get(Intent, unnamed.id).recipient_account is None
+
+
 BAD_INPUTS = [
     ("invalid address", dict(to="not-an-address")),
     ("CR/LF in address", dict(to="ada@example.com\r\nBcc: eve@example.com")),
@@ -141,6 +151,8 @@ BAD_INPUTS = [
     ("blank key", dict(key="   ")),
     ("long key", dict(key="k" * 256)),
     ("expiry in the past", dict(expires_at=utcnow() - dt.timedelta(seconds=1))),
+    ("recipient account not a string", dict(recipient_account=29)),
+    ("long recipient account", dict(recipient_account="r" * 256)),
 ]
 
 

@@ -69,7 +69,7 @@ def test_requeue_makes_each_requeueable_status_pending_and_due_now(
         assert before <= intent.next_attempt_at <= utcnow()
         assert intent.lease_token is None and intent.lease_expires_at is None
         assert intent.attempt_count == 3, "requeue keeps the count of attempts made"
-        assert intent.expires_at is None
+        assert (intent.expires_at is None) == (status != "expired"), "the app's expiry is kept"
         [entry] = audit_entries(app, intent_id=intent_id)
         assert (entry.actor, entry.action, entry.reason) == ("olga", "requeue", "relay fixed")
         assert (entry.before_status, entry.after_status) == (status, "pending")
@@ -103,6 +103,31 @@ def test_requeue_is_refused_once_retention_removed_the_params(app, console_clien
     assert response.status_code == 422
     assert "removed by retention" in response.text
     assert intent_row(app, intent_id).status == "failed"
+    assert audit_entries(app) == []
+
+
+def test_requeue_keeps_the_expiry_the_application_set(app, console_client, add_intent):
+    client = console_client("operator")
+    expires_at = utcnow() + dt.timedelta(hours=1)
+    intent_id = add_intent("failed", expires_at=expires_at)
+    response = post(client, f"/intents/{intent_id}/requeue", reason="relay fixed")
+    assert response.status_code == 303
+    intent = intent_row(app, intent_id)
+    assert (intent.status, intent.expires_at) == ("pending", expires_at)
+
+
+@pytest.mark.parametrize("status", ["failed", "dead", "expired"])
+def test_requeue_is_refused_once_the_applications_expiry_has_passed(
+    app, console_client, add_intent, status
+):
+    client = console_client("operator")
+    expires_at = utcnow() - dt.timedelta(minutes=5)
+    intent_id = add_intent(status, expires_at=expires_at)
+    response = post(client, f"/intents/{intent_id}/requeue", reason="try again")
+    assert response.status_code == 422
+    assert f"it expired at {expires_at:%Y-%m-%d %H:%M:%S} UTC" in response.text
+    intent = intent_row(app, intent_id)
+    assert (intent.status, intent.expires_at) == (status, expires_at)
     assert audit_entries(app) == []
 
 
@@ -392,6 +417,52 @@ def test_bulk_requeue_skips_intents_whose_params_retention_removed(app, console_
     assert post(client, "/intents/bulk", **form).status_code == 303
     assert intent_row(app, kept).status == "pending"
     assert intent_row(app, scrubbed).status == "dead"
+
+
+def test_bulk_requeue_skips_intents_past_their_expiry_and_keeps_the_others(
+    app, console_client, add_intent
+):
+    client = console_client("operator")
+    later = utcnow() + dt.timedelta(hours=1)
+    kept = add_intent("failed", event="campaign:1", expires_at=later)
+    past = add_intent("expired", event="campaign:2", expires_at=utcnow() - dt.timedelta(minutes=5))
+    preview = client.get("/intents/bulk?action=requeue&q=campaign")
+    assert "requeues 1; 1 past their expiry skipped" in preview.text
+    form = dict(
+        action="requeue",
+        q="campaign",
+        max_id=str(past),
+        previewed_at=utcnow().isoformat(),
+        reason="relay was down",
+    )
+    assert post(client, "/intents/bulk", **form).status_code == 303
+    assert (intent_row(app, kept).status, intent_row(app, kept).expires_at) == ("pending", later)
+    assert intent_row(app, past).status == "expired"
+
+
+def test_bulk_requeue_skips_an_intent_whose_expiry_passed_after_the_preview(app, add_intent):
+    from console.store import bulk
+    from console.store.search_filters import SearchFilters
+
+    soon = utcnow() + dt.timedelta(minutes=1)
+    intent_id = add_intent("failed", event="campaign:1", expires_at=soon)
+    filters = SearchFilters.from_args({"q": "campaign"})
+    with app.app_context():
+        preview = bulk.preview_bulk(db.session, filters, "requeue")
+        assert preview.will_act == 1
+        acted = bulk.apply_bulk(
+            db.session,
+            filters,
+            "requeue",
+            actor="olga",
+            reason="relay was down",
+            max_id=preview.max_id,
+            previewed_at=preview.previewed_at,
+            now=soon + dt.timedelta(seconds=1),
+        )
+        db.session.commit()
+    assert acted == 0
+    assert intent_row(app, intent_id).status == "failed"
 
 
 def test_bulk_dead_letter_over_a_status_filter(app, console_client, add_intent):
