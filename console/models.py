@@ -53,7 +53,6 @@ class Intent(Base):
     purpose: Mapped[str | None] = mapped_column(String(100))
     locale: Mapped[str | None] = mapped_column(String(35))
     recipient_account: Mapped[str | None] = mapped_column(String(255))  # e.g. "reviewer:29"
-    recipient_account: Mapped[str | None] = mapped_column(String(255))  # e.g. "reviewer:29"
     attempt_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     next_attempt_at: Mapped[dt.datetime] = mapped_column(
         UTCDateTime, server_default=func.current_timestamp()
@@ -151,6 +150,7 @@ class ProviderEvent(Base):
     occurred_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     received_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     matched_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    unmatched_reason: Mapped[str | None] = mapped_column(Text)  # why it waits; NULL once matched
     payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     __table_args__ = (
