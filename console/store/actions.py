@@ -1,19 +1,28 @@
 """What every operator action shares: refusals, the compare-and-set, the audit entry.
 
-Every change is a compare-and-set on the status the operator saw: the UPDATE
-only matches while the intent is still in that status, so a double click, a
-second tab or a concurrent worker makes the later attempt change nothing (it
-raises StaleAction). The functions never commit; the caller does.
+An intent's **version** is what the operator saw of it: its status, attempt
+count and ``updated_at`` (every write of the send loop and of an operator sets
+them), and the columns the other writers change without touching
+``updated_at`` (provider facts and id, the retention scrub, a domain deferral's
+next attempt). The page carries it as one opaque token (``version_of``); an
+action given that token refuses (StaleAction, 409) when the intent moved since,
+saying what changed. The UPDATE itself is a compare-and-set on every column of
+the version as read just before it, so a double click, a second tab or a
+concurrent worker makes the later write change nothing. The functions never
+commit; the caller does.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import datetime as dt
+import json
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Row, select, update
+from sqlalchemy import Row, String, and_, cast, select, update
 from sqlalchemy.orm import Session
 
 from console.models import Intent
@@ -56,25 +65,117 @@ def required_reason(reason: str | None) -> str:
     return reason
 
 
-def load_intent(
-    session: Session, intent_id: int, expected_status: str | None, now: dt.datetime
-) -> Row:
-    """Read the intent's current state; refuse when it is gone, changed or leased."""
-    row = session.execute(
+# What an intent's version is made of. Status, attempts and updated_at move on
+# every write of the send loop and of operators; the rest are written without
+# updated_at (events.py, retention_sweeps.py, send_guards.py).
+VERSION_COLUMNS = (
+    Intent.status,
+    Intent.attempt_count,
+    Intent.updated_at,
+    Intent.next_attempt_at,
+    Intent.provider_message_id,
+    Intent.delivered_at,
+    Intent.bounced_at,
+    Intent.bounce_type,
+    Intent.complained_at,
+    Intent.params_scrubbed_at,
+)
+_VERSION_NAMES = tuple(column.key for column in VERSION_COLUMNS)
+_AS_STORED = "stored_"  # label prefix of a version column read back as the text it is stored as
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, dt.datetime) else value
+
+
+def version_of(intent: Any) -> str:
+    """Return the opaque token of what `intent` (a row or an Intent) is now, for a form."""
+    values = [_plain(getattr(intent, name)) for name in _VERSION_NAMES]
+    packed = json.dumps(values, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(packed).decode().rstrip("=")
+
+
+def _seen(intent_id: int, token: str) -> dict[str, Any]:
+    try:
+        values = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    except (binascii.Error, ValueError):
+        values = None
+    if not isinstance(values, list) or len(values) != len(_VERSION_NAMES):
+        raise ActionRefused(
+            f"the page's version of intent {intent_id} cannot be read: "
+            "reload the page and act again"
+        )
+    return dict(zip(_VERSION_NAMES, values, strict=True))
+
+
+def _what_changed(row: Row, seen: dict[str, Any]) -> str | None:
+    """Say in words how `row` differs from the version the operator saw; None if it does not."""
+    now = {name: _plain(getattr(row, name)) for name in _VERSION_NAMES}
+    since = "since you opened this page"
+    if now == seen:
+        return None
+    if now["attempt_count"] != seen["attempt_count"]:
+        return f"it was retried {since}: now {row.status} after attempt {row.attempt_count}"
+    if now["status"] != seen["status"]:
+        why = f" ({row.status_reason})" if row.status_reason else ""
+        return f"it changed {since}: now {row.status}{why}, no longer {seen['status']}"
+    if now["bounced_at"] != seen["bounced_at"] or now["bounce_type"] != seen["bounce_type"]:
+        return f"a bounce ({row.bounce_type}) was recorded {since}"
+    if now["complained_at"] != seen["complained_at"]:
+        return f"a complaint was recorded {since}"
+    if now["delivered_at"] != seen["delivered_at"]:
+        return f"a delivery was recorded {since}"
+    if now["provider_message_id"] != seen["provider_message_id"]:
+        return f"the provider's message id {row.provider_message_id} was recorded {since}"
+    if now["params_scrubbed_at"] != seen["params_scrubbed_at"]:
+        return f"retention removed its params {since}"
+    if now["next_attempt_at"] != seen["next_attempt_at"]:
+        return f"its next attempt was moved to {row.next_attempt_at:%H:%M:%S} UTC {since}"
+    return f"it changed {since} (now {row.status})"
+
+
+def _stale(row: Row, change: str) -> StaleAction:
+    return StaleAction(
+        f"Intent {row.id}: {change}. Nothing was done; read the page again before acting."
+    )
+
+
+def _read_intent(session: Session, intent_id: int) -> Row | None:
+    stored = (cast(column, String).label(_AS_STORED + column.key) for column in VERSION_COLUMNS)
+    return session.execute(
         select(
             Intent.id,
-            Intent.status,
+            *VERSION_COLUMNS,
+            Intent.status_reason,
             Intent.recipient,
             Intent.lease_expires_at,
             Intent.expires_at,
-            Intent.provider_message_id,
             Intent.template,
             Intent.created_at,
-            Intent.params_scrubbed_at,
+            *stored,
         ).where(Intent.id == intent_id)
     ).one_or_none()
+
+
+def load_intent(
+    session: Session,
+    intent_id: int,
+    expected_status: str | None,
+    now: dt.datetime,
+    expected_version: str | None = None,
+) -> Row:
+    """Read the intent's current state; refuse when it is gone, changed or leased.
+
+    `expected_version` is the token the operator's page carried (``version_of``):
+    any change since answers StaleAction, saying what changed.
+    """
+    row = _read_intent(session, intent_id)
     if row is None:
         raise ActionRefused(f"intent {intent_id} does not exist")
+    if expected_version is not None:
+        change = _what_changed(row, _seen(intent_id, expected_version))
+        if change is not None:
+            raise _stale(row, change)
     if expected_status is not None and row.status != expected_status:
         raise StaleAction(
             f"intent {intent_id} is now {row.status}, no longer {expected_status}: nothing was done"
@@ -98,15 +199,29 @@ def refuse_unless(row: Row, allowed: Iterable[str], verb: str) -> None:
 
 
 def _compare_and_set(session: Session, row: Row, values: dict[str, Any]) -> None:
-    """Apply `values` only while the intent still has the status read in `row`."""
+    """Apply `values` only while every column of the intent's version reads as in `row`.
+
+    The columns are compared as the text they are stored as, read in `row`, so
+    no round trip through Python types can make an unchanged row look changed.
+    """
+    unchanged = and_(
+        *(
+            cast(column, String).is_not_distinct_from(getattr(row, _AS_STORED + column.key))
+            for column in VERSION_COLUMNS
+        )
+    )
     statement = (
         update(Intent)
-        .where(Intent.id == row.id, Intent.status == row.status)
+        .where(Intent.id == row.id, unchanged)
         .values(**values)
         .execution_options(synchronize_session=False)
     )
     if session.execute(statement).rowcount != 1:
-        raise StaleAction(f"intent {row.id} changed meanwhile: nothing was done")
+        current = _read_intent(session, row.id)
+        if current is None:
+            raise StaleAction(f"intent {row.id} was removed meanwhile: nothing was done")
+        seen = {name: _plain(getattr(row, name)) for name in _VERSION_NAMES}
+        raise _stale(current, _what_changed(current, seen) or "it changed meanwhile")
 
 
 def act(

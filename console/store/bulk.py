@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import secrets
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from console.models import Intent, Suppression, utcnow
+from console.models import AuditEntry, Intent, Suppression, utcnow
 from console.store.actions import ActionRefused, apply_in_chunks, due_now_values, required_reason
 from console.store.search_filters import SearchFilters
 from console.vocabulary import (
@@ -142,11 +143,14 @@ def apply_bulk(
     previewed_at: dt.datetime,
     now: dt.datetime | None = None,
     limit: int = BULK_LIMIT,
+    preview_id: str | None = None,
 ) -> int:
     """Do what the confirmed preview said, to intents unchanged since; return how many.
 
     Only intents that existed at the preview (id <= max_id) and were not updated
     after it are touched, so submitting the same confirmation twice acts once.
+    `preview_id` (the one-use id of the preview) goes into each audit entry, so
+    ``confirmation_of`` finds that the preview was used.
     """
     now = now or utcnow()
     reason = required_reason(reason)
@@ -176,5 +180,56 @@ def apply_bulk(
         reason=reason,
         now=now,
         not_changed_since=previewed_at,
-        details={"bulk": True},
+        details={"bulk": True, "preview": preview_id} if preview_id else {"bulk": True},
     )
+
+
+# -- the one-use preview: its id rides in the confirmation and in the audit entries ------
+
+PREVIEW_ID_MAX_LENGTH = 64
+
+
+def new_preview_id() -> str:
+    """A fresh id for one bulk preview (the search page puts one in each bulk link)."""
+    return secrets.token_urlsafe(12)
+
+
+def valid_preview_id(value: str) -> bool:
+    return 0 < len(value) <= PREVIEW_ID_MAX_LENGTH and all(c.isalnum() or c in "-_" for c in value)
+
+
+@dataclasses.dataclass(frozen=True)
+class BulkConfirmation:
+    """A preview that was already confirmed: by whom, when, and how many intents it changed."""
+
+    action: str
+    actor: str
+    confirmed_at: dt.datetime
+    acted: int
+
+    def summary(self) -> str:
+        verb = {"requeue": "requeued", "dead_letter": "dead-lettered"}[self.action]
+        return (
+            f"already confirmed by {self.actor} at {self.confirmed_at:%Y-%m-%d %H:%M:%S} UTC: "
+            f"{verb} {self.acted} intents"
+        )
+
+
+def confirmation_of(
+    session: Session, preview_id: str, action: str, *, since: dt.datetime
+) -> BulkConfirmation | None:
+    """Return how preview `preview_id` was confirmed (audit entries after `since`), if it was."""
+    found = session.execute(
+        select(AuditEntry.actor, func.min(AuditEntry.created_at), func.count())
+        .where(
+            AuditEntry.action == action,
+            AuditEntry.created_at >= since,
+            AuditEntry.details["preview"].as_string() == preview_id,
+        )
+        .group_by(AuditEntry.actor)
+        .order_by(func.min(AuditEntry.created_at))
+    ).first()
+    if found is None:
+        return None
+    actor, confirmed_at, acted = found
+    return BulkConfirmation(action, actor, confirmed_at, acted)

@@ -55,6 +55,7 @@ def requeue(
     actor: str,
     reason: str,
     expected_status: str | None = None,
+    expected_version: str | None = None,
     now: dt.datetime | None = None,
 ) -> ActionResult:
     """Make a failed, dead, ambiguous, expired or cancelled intent pending and due now.
@@ -65,7 +66,7 @@ def requeue(
     """
     now = now or utcnow()
     reason = required_reason(reason)
-    row = load_intent(session, intent_id, expected_status, now)
+    row = load_intent(session, intent_id, expected_status, now, expected_version)
     refuse_unless(row, REQUEUEABLE_STATUSES, "requeue")
     if row.params_scrubbed_at is not None:
         raise ActionRefused(
@@ -100,12 +101,13 @@ def dead_letter(
     actor: str,
     reason: str,
     expected_status: str | None = None,
+    expected_version: str | None = None,
     now: dt.datetime | None = None,
 ) -> ActionResult:
     """Stop a pending intent for good: it becomes dead and is never sent."""
     now = now or utcnow()
     reason = required_reason(reason)
-    row = load_intent(session, intent_id, expected_status, now)
+    row = load_intent(session, intent_id, expected_status, now, expected_version)
     refuse_unless(row, (PENDING,), "dead-letter")
     values = dict(status=DEAD, status_reason=f"dead-lettered by {actor}")
     return act(

@@ -32,9 +32,15 @@ def reconcile(
     reason: str,
     provider_message_id: str | None = None,
     expected_status: str | None = AMBIGUOUS,
+    expected_version: str | None = None,
     now: dt.datetime | None = None,
 ) -> ActionResult:
-    """Resolve an ambiguous intent: mark it accepted, resend it as it was, or dead-letter it."""
+    """Resolve an ambiguous intent: mark it accepted, resend it as it was, or dead-letter it.
+
+    `expected_version` is the version of the intent the operator decided on: a
+    resend, a retry or a provider event since then refuses (StaleAction), so a
+    stale tab never orders a second resend.
+    """
     now = now or utcnow()
     if resolution not in RESOLUTIONS:
         raise ActionRefused(f"unknown resolution {resolution!r}: use {', '.join(RESOLUTIONS)}")
@@ -42,7 +48,7 @@ def reconcile(
     provider_message_id = (provider_message_id or "").strip() or None
     if provider_message_id and len(provider_message_id) > MAX_PROVIDER_ID_LENGTH:
         raise ActionRefused(f"the provider id is longer than {MAX_PROVIDER_ID_LENGTH} characters")
-    row = load_intent(session, intent_id, expected_status, now)
+    row = load_intent(session, intent_id, expected_status, now, expected_version)
     refuse_unless(row, (AMBIGUOUS,), "reconcile")
     values = _resolved_values(resolution, actor, now, provider_message_id)
     details: dict[str, Any] = {"resolution": resolution}

@@ -19,6 +19,7 @@ from flask_login import current_user
 from console.mail.catalog import default_catalog
 from console.mail.render import build_message
 from console.mail.template_settings import TemplateError
+from console.models import utcnow
 from console.store import (
     actions,
     bulk,
@@ -29,6 +30,7 @@ from console.store import (
     timeline,
 )
 from console.vocabulary import LANES, OPERATOR, REQUEUEABLE_STATUSES, STATUSES, VIEWER
+from console.web import security
 from console.web.auth import has_role, role_required
 from console.web.extensions import current_settings, db
 from console.worker import wakeup
@@ -54,6 +56,7 @@ def search():
         lanes=LANES,
         templates=default_catalog().names(),
         ages=search_filters.SEARCH_AGES,
+        preview_id=bulk.new_preview_id(),
     )
     if request.htmx and not error:
         return render_template("intents/_rows.html", **context)
@@ -76,6 +79,7 @@ def _render_detail(intent_id: int, status_code: int = 200, **extra):
         can_act=has_role(OPERATOR),
         requeueable=intent.status in REQUEUEABLE_STATUSES,
         suppression_warning=None,
+        version=actions.version_of(intent),
     )
     if context["can_act"] and context["requeueable"]:
         context["suppression_warning"] = intent_actions.suppression_warning(
@@ -143,6 +147,7 @@ def _action_arguments() -> dict[str, str | None]:
         actor=current_user.username,
         reason=request.form.get("reason", ""),
         expected_status=request.form.get("expected_status") or None,
+        expected_version=request.form.get("version") or None,
     )
 
 
@@ -191,19 +196,61 @@ def reconcile(intent_id: int):
 
 
 _BULK_DONE = {"requeue": "Requeued {} intents.", "dead_letter": "Dead-lettered {} intents."}
+BULK_TOKEN_PURPOSE = "console.bulk-preview"
+BULK_TOKEN_MAX_AGE_SECONDS = 3600.0
+# How far back a preview id's use is looked for when its preview page is loaded again.
+BULK_USE_LOOKBACK = dt.timedelta(days=1)
 
 
 @bp.get("/bulk")
 @role_required(OPERATOR)
 def bulk_preview():
-    """Show what a bulk action over the filtered list would do, and ask to confirm."""
+    """Show what a bulk action over the filtered list would do, and ask to confirm.
+
+    The search page's bulk links carry a fresh preview id; loading the same link
+    again (the browser's Back after confirming) shows that it was confirmed
+    instead of a new confirmation.
+    """
     action = request.args.get("action", "")
+    preview_id = request.args.get("preview") or bulk.new_preview_id()
+    if action not in bulk.BULK_ACTIONS or not bulk.valid_preview_id(preview_id):
+        abort(400, description="The link does not name a bulk action and its preview.")
     try:
         filters = search_filters.SearchFilters.from_args(request.args)
-        preview = bulk.preview_bulk(db.session, filters, action)
-    except (search_filters.InvalidFilter, actions.ActionRefused) as exc:
+    except search_filters.InvalidFilter as exc:
         abort(400, description=str(exc))
-    return render_template("intents/bulk.html", preview=preview)
+    used = bulk.confirmation_of(db.session, preview_id, action, since=utcnow() - BULK_USE_LOOKBACK)
+    if used is not None:
+        return _render_bulk(action, filters, confirmation=used)
+    return _render_bulk(action, filters, preview_id=preview_id)
+
+
+def _render_bulk(
+    action: str,
+    filters: search_filters.SearchFilters,
+    *,
+    preview_id: str | None = None,
+    confirmation: bulk.BulkConfirmation | None = None,
+    error: str | None = None,
+    status_code: int = 200,
+):
+    """The preview page with a fresh one-use confirmation, or the confirmation that used it."""
+    context = dict(action=action, filters=filters, confirmation=confirmation, error=error)
+    if confirmation is None:
+        preview = bulk.preview_bulk(db.session, filters, action)
+        token = security.signed_token(
+            {
+                "preview": preview_id or bulk.new_preview_id(),
+                "action": action,
+                "filters": filters.as_args(),
+                "max_id": preview.max_id,
+                "previewed_at": preview.previewed_at.isoformat(),
+                "counted": preview.will_act,
+            },
+            BULK_TOKEN_PURPOSE,
+        )
+        context.update(preview=preview, token=token)
+    return render_template("intents/bulk.html", **context), status_code
 
 
 def _previewed_at(raw: str) -> dt.datetime:
@@ -217,7 +264,11 @@ def _previewed_at(raw: str) -> dt.datetime:
 @bp.post("/bulk")
 @role_required(OPERATOR)
 def bulk_apply():
-    """Act on the previewed intents that did not change since the preview."""
+    """Act on the previewed intents that did not change since the preview, once."""
+    if request.form.get("token"):
+        return _confirm_preview(request.form["token"])
+    # A confirmation without a preview token (a hand-made request): it acts on the
+    # intents unchanged since `previewed_at`, so the same one twice acts once.
     action = request.form.get("action", "")
     max_id = request.form.get("max_id", "")
     if action not in bulk.BULK_ACTIONS or not max_id.isdigit():
@@ -238,12 +289,68 @@ def bulk_apply():
         )
     except actions.ActionRefused as exc:
         db.session.rollback()
-        preview = bulk.preview_bulk(db.session, filters, action)
-        return render_template("intents/bulk.html", preview=preview, error=str(exc)), 422
+        return _render_bulk(action, filters, error=str(exc), status_code=422)
+    return _finish_bulk(action, filters, acted)
+
+
+def _confirm_preview(token: str):
+    """Do what the preview of `token` counted, unless that preview was confirmed already."""
+    try:
+        signed = security.read_signed_token(
+            token, BULK_TOKEN_PURPOSE, max_age_seconds=BULK_TOKEN_MAX_AGE_SECONDS
+        )
+        action, preview_id = signed["action"], signed["preview"]
+        filters = search_filters.SearchFilters.from_args(signed["filters"])
+        previewed_at = dt.datetime.fromisoformat(signed["previewed_at"])
+    except security.TokenRefused as exc:
+        action = request.form.get("action", "")
+        if action not in bulk.BULK_ACTIONS:
+            abort(400, description=f"The confirmation's preview is {exc}.")
+        try:
+            filters = search_filters.SearchFilters.from_args(request.form)
+        except search_filters.InvalidFilter as invalid:
+            abort(400, description=str(invalid))
+        message = f"This confirmation's preview is {exc}: nothing was done. Here is a new one."
+        return _render_bulk(action, filters, error=message, status_code=409)
+    used = bulk.confirmation_of(db.session, preview_id, action, since=previewed_at)
+    if used is not None:
+        return _render_bulk(action, filters, confirmation=used, status_code=409)
+    try:
+        acted = bulk.apply_bulk(
+            db.session,
+            filters,
+            action,
+            actor=current_user.username,
+            reason=request.form.get("reason", ""),
+            max_id=signed["max_id"],
+            previewed_at=previewed_at,
+            preview_id=preview_id,
+        )
+    except actions.ActionRefused as exc:
+        db.session.rollback()
+        return _render_bulk(action, filters, preview_id=preview_id, error=str(exc), status_code=422)
+    if acted == 0:  # a twin of this confirmation may have acted a moment before
+        used = bulk.confirmation_of(db.session, preview_id, action, since=previewed_at)
+        if used is not None:
+            db.session.rollback()
+            return _render_bulk(action, filters, confirmation=used, status_code=409)
+    left = signed.get("counted", acted) - acted
+    return _finish_bulk(action, filters, acted, changed_since_preview=max(left, 0))
+
+
+def _finish_bulk(
+    action: str, filters: search_filters.SearchFilters, acted: int, changed_since_preview: int = 0
+):
     db.session.commit()
     if acted and action == "requeue":
         wakeup.notify()
     flash(_BULK_DONE[action].format(acted), "success")
+    if changed_since_preview:
+        flash(
+            f"{changed_since_preview} of the intents the preview counted changed since "
+            "and were left as they are.",
+            "warning",
+        )
     return redirect(url_for("intents.search", **filters.as_args()), code=303)
 
 

@@ -8,8 +8,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from flask import Blueprint, Flask, abort, current_app, render_template, request, session
+from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from werkzeug.exceptions import HTTPException
 
 CSRF_FIELD = "csrf_token"
@@ -47,6 +49,26 @@ def csrf_token() -> str:
         token = secrets.token_urlsafe(32)
         session[_SESSION_KEY] = token
     return token
+
+
+class TokenRefused(ValueError):
+    """A signed token that is forged, altered or too old; the message says which."""
+
+
+def signed_token(payload: Any, purpose: str) -> str:
+    """Sign `payload` (JSON-serializable) with the session key, for `purpose` only."""
+    return URLSafeTimedSerializer(current_app.secret_key, salt=purpose).dumps(payload)
+
+
+def read_signed_token(token: str, purpose: str, max_age_seconds: float) -> Any:
+    """Return the payload of a token ``signed_token`` made for `purpose`; TokenRefused if not."""
+    serializer = URLSafeTimedSerializer(current_app.secret_key, salt=purpose)
+    try:
+        return serializer.loads(token, max_age=max_age_seconds)
+    except SignatureExpired as exc:
+        raise TokenRefused(f"older than {max_age_seconds / 60:.0f} minutes") from exc
+    except BadSignature as exc:
+        raise TokenRefused("not one this console issued") from exc
 
 
 def csrf_exempt(target: Callable | Blueprint) -> Callable | Blueprint:
