@@ -288,6 +288,17 @@ class AlertState(Base):
     webhook_sent_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
 
 
+class DomainDeferral(Base):
+    """A recipient domain that asked us to slow down: nothing is sent to it until the end time."""
+
+    __tablename__ = "domain_deferral"
+
+    domain: Mapped[str] = mapped_column(String(255), primary_key=True)  # lower-cased
+    deferred_until: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    reply_code: Mapped[int | None] = mapped_column(Integer)  # the reply that completed the run
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+
+
 class LaneBreaker(Base):
     """The circuit breaker of one lane, shared by every worker process."""
 

@@ -23,11 +23,11 @@ import datetime as dt
 import secrets
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import literal, select, union_all, update
+from sqlalchemy import exists, func, literal, select, union_all, update
 from sqlalchemy.orm import Session
 
 from console.core.lifecycle import Decision
-from console.models import Suppression
+from console.models import DomainDeferral, Suppression
 from console.store import send_statements as s
 from console.vocabulary import CLAIMED, LANES, PENDING, SENDING
 
@@ -62,7 +62,17 @@ def _due_in_lane(lane: str, now: dt.datetime):
     return (
         select(*s.DUE_COLUMNS)
         .where(intent.status == PENDING, intent.lane == lane, intent.next_attempt_at <= now)
+        .where(~_in_deferred_domain(now))
         .order_by(intent.next_attempt_at)
+    )
+
+
+def _in_deferred_domain(now: dt.datetime):
+    """The intent's recipient domain has a deferral that has not ended (DomainDeferral)."""
+    deferral = DomainDeferral.__table__.c
+    recipient = func.lower(s.INTENT.c.recipient)
+    return exists().where(
+        deferral.deferred_until > now, recipient.like(literal("%@") + deferral.domain)
     )
 
 
@@ -180,14 +190,19 @@ def lease(
     ]
 
 
-def release(session: Session, claims: Sequence[Claim], now: dt.datetime) -> int:
-    """Give back claims that never reached the transport: pending again, attempt removed."""
+def release(
+    session: Session,
+    claims: Sequence[Claim],
+    now: dt.datetime,
+    due_at: dt.datetime | None = None,
+) -> int:
+    """Give back claims that never reached the transport: pending again (due at `due_at`,
+    default now), attempt removed and not counted."""
     connection = session.connection()
     released = 0
     for claim in claims:
-        moved = connection.execute(
-            s.RELEASE_INTENT, dict(b_id=claim.intent.id, b_token=claim.lease_token, b_now=now)
-        )
+        values = dict(b_id=claim.intent.id, b_token=claim.lease_token, b_now=now)
+        moved = connection.execute(s.RELEASE_INTENT, dict(values, b_due_at=due_at or now))
         if moved.rowcount == 1:
             connection.execute(s.DELETE_ATTEMPT, {"b_id": claim.attempt_id})
             released += 1

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from console.core.breaker import BreakerState
 from console.core.domain_backoff import Deferral
-from console.models import Intent, LaneBreaker
+from console.models import DomainDeferral, Intent, LaneBreaker
 from console.store.sql import dialect_of, insert_for
 from console.vocabulary import CLOSED, LANES, PENDING
 
@@ -76,8 +76,24 @@ def _insert_breaker_if_absent(session: Session, lane: str, values: dict) -> bool
     return session.execute(statement).scalar_one_or_none() is not None
 
 
-def defer_domain(session: Session, deferral: Deferral) -> int:
-    """Move every pending intent of the domain due before `until` to `until`."""
+def defer_domain(session: Session, deferral: Deferral, code: int | None, now: dt.datetime) -> int:
+    """Record the domain's deferral for every worker and move its due pending intents to its end.
+
+    Returns how many pending intents moved. Expired deferrals are deleted on the way.
+    """
+    session.execute(delete(DomainDeferral).where(DomainDeferral.deferred_until <= now))
+    statement = insert_for(dialect_of(session))(DomainDeferral).values(
+        domain=deferral.domain, deferred_until=deferral.until, reply_code=code, updated_at=now
+    )
+    later = func.max(DomainDeferral.deferred_until, statement.excluded.deferred_until)
+    if dialect_of(session) == "postgresql":
+        later = func.greatest(DomainDeferral.deferred_until, statement.excluded.deferred_until)
+    session.execute(
+        statement.on_conflict_do_update(
+            index_elements=["domain"],
+            set_=dict(deferred_until=later, reply_code=code, updated_at=now),
+        )
+    )
     pattern = "%@" + deferral.domain.translate(_LIKE_SPECIALS)
     return session.execute(
         update(Intent)
@@ -88,3 +104,13 @@ def defer_domain(session: Session, deferral: Deferral) -> int:
         )
         .values(next_attempt_at=deferral.until)
     ).rowcount
+
+
+def active_deferrals(session: Session, now: dt.datetime) -> list[DomainDeferral]:
+    """Return the domains deferred now, soonest end first (for the dashboard)."""
+    query = (
+        select(DomainDeferral)
+        .where(DomainDeferral.deferred_until > now)
+        .order_by(DomainDeferral.deferred_until, DomainDeferral.domain)
+    )
+    return list(session.scalars(query))

@@ -138,7 +138,7 @@ RELEASE_INTENT = (
         lease_token=None,
         lease_expires_at=None,
         attempt_count=INTENT.c.attempt_count - 1,
-        next_attempt_at=_when("b_now"),
+        next_attempt_at=_when("b_due_at"),
         updated_at=_when("b_now"),
     )
 )

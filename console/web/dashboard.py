@@ -8,14 +8,14 @@ from collections.abc import Sequence
 
 from flask import Blueprint, Flask, current_app, render_template, request, url_for
 
-from console.models import AlertState
+from console.models import AlertState, utcnow
 from console.ops.alerts import AMBIGUOUS_WAITING, DEAD_LETTER
 from console.store import alert_states, dashboard_queries, search_filters, sender_rates
-from console.store.send_guards import read_breakers
+from console.store.send_guards import active_deferrals, read_breakers
 from console.vocabulary import STATUSES
 from console.web.auth import role_required
 from console.web.extensions import current_settings, db
-from console.worker.guard import lane_pause_notices
+from console.worker.guard import domain_deferral_notices, lane_pause_notices
 
 bp = Blueprint("dashboard", __name__)
 
@@ -112,7 +112,11 @@ def index():
     context = dict(
         snapshot=snapshot,
         alerts=dashboard_alerts(snapshot, stale_after, firing)
-        + [Alert(notice) for notice in lane_pause_notices(read_breakers(db.session), firing)],
+        + [Alert(notice) for notice in lane_pause_notices(read_breakers(db.session), firing)]
+        + [
+            Alert(notice)
+            for notice in domain_deferral_notices(active_deferrals(db.session, utcnow()))
+        ],
         statuses=STATUSES,
         age_buckets=search_filters.AGE_BUCKETS,
         submitted_window_hours=dashboard_queries.SUBMITTED_WINDOW_HOURS,

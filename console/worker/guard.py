@@ -25,11 +25,12 @@ from console.config import Settings
 from console.core import breaker
 from console.core.breaker import BreakerPolicy, BreakerState
 from console.core.domain_backoff import (
+    Deferral,
     DomainBackoffPolicy,
     DomainRuns,
     recipient_domain,
 )
-from console.models import AlertState
+from console.models import AlertState, DomainDeferral
 from console.ops import metrics
 from console.store import send_guards
 from console.vocabulary import CLOSED, HALF_OPEN, LANES, OPEN
@@ -59,6 +60,19 @@ def lane_pause_notices(
             )
         elif state.state == HALF_OPEN:
             notices.append(f"The {lane} lane is paused: one probe is testing the provider")
+    return notices
+
+
+def domain_deferral_notices(deferrals: Sequence[DomainDeferral]) -> list[str]:
+    """Say, for the dashboard, which recipient domains are deferred and until when."""
+    notices = []
+    for deferral in deferrals:
+        code = f" (it answered {deferral.reply_code})" if deferral.reply_code else ""
+        notices.append(
+            f"Mail to {deferral.domain} is deferred until "
+            f"{deferral.deferred_until:%Y-%m-%d %H:%M:%S} UTC{code}: the domain asked us to "
+            "slow down"
+        )
     return notices
 
 
@@ -98,6 +112,8 @@ class SendGuard:
         self.domain_runs = DomainRuns(policy.domains)
         self.states: dict[str, BreakerState] = {lane: BreakerState() for lane in LANES}
         self.probing: set[str] = set()
+        # domains this worker saw defer, and until when: the rest of a batch holds back
+        self.deferred_until: dict[str, dt.datetime] = {}
 
     def lane_limits(self, session: Session, now: dt.datetime, batch_size: int) -> dict[str, int]:
         """Return how many intents this worker may claim per lane now (0: paused, 1: probe)."""
@@ -139,32 +155,47 @@ class SendGuard:
         send_guards.write_breaker_state(session, lane, state, reopened, now)
         session.commit()
 
+    def note_domain_outcome(
+        self, recipient: str, outcome: str, code: int | None, now: dt.datetime
+    ) -> Deferral | None:
+        """Count one outcome towards its domain's run (in memory, at once, before it is
+        recorded); return the deferral a completed run of 4yz makes. The rest of this
+        worker's batch for that domain then holds back (``deferral_of``)."""
+        deferral = self.domain_runs.record(recipient_domain(recipient), outcome, code, now)
+        if deferral is not None:
+            self.deferred_until[deferral.domain] = deferral.until
+        return deferral
+
     def after_outcome(
         self,
         session: Session,
         *,
         lane: str,
-        recipient: str,
         outcome: str,
         code: int | None,
         reached_transport: bool,
         now: dt.datetime,
+        deferral: Deferral | None = None,
     ) -> None:
-        """Feed one recorded outcome to the breaker and the per-domain runs; commit."""
+        """Feed one recorded outcome to the breaker, store the deferral it made; commit."""
         if reached_transport:
             if lane in self.probing:
                 self._settle_probe(session, lane, outcome, code, now)
             else:
                 self._count_towards_breaker(session, lane, outcome, code, now)
-        deferral = self.domain_runs.record(recipient_domain(recipient), outcome, code, now)
         if deferral is not None:
-            deferred = send_guards.defer_domain(session, deferral)
+            deferred = send_guards.defer_domain(session, deferral, code, now)
             metrics.DOMAIN_DEFERRALS.inc()
             log.warning(
                 "recipient domain deferred after a run of 4yz",
                 extra={"recipient_domain": deferral.domain, "count": deferred, "code": code},
             )
         session.commit()
+
+    def deferral_of(self, recipient: str, now: dt.datetime) -> dt.datetime | None:
+        """The end of a deferral this worker saw for the recipient's domain, if not over."""
+        until = self.deferred_until.get(recipient_domain(recipient))
+        return until if until is not None and until > now else None
 
     def _settle_probe(self, session: Session, lane: str, outcome: str, code, now) -> None:
         self.probing.discard(lane)

@@ -13,10 +13,7 @@ import asyncio
 import collections
 import datetime as dt
 import logging
-import os
 import random as _random
-import secrets
-import socket
 import threading
 from collections.abc import Callable
 
@@ -34,13 +31,10 @@ from console.ops import metrics
 from console.store import (
     attempt_records,
     claims,
-    heartbeats,
-    lease_sweep,
     suppression_lookup,
     suppressions,
 )
 from console.store.database import make_engine, make_session_factory
-from console.store.events import match_unmatched_events
 from console.store.serial_writes import SerialWrites
 from console.transports.base import OutgoingEmail, Transport
 from console.transports.factory import make_transport
@@ -52,6 +46,7 @@ from console.worker.decision_log import log_decision, log_expired_lease, log_sta
 from console.worker.decisions import SendDecisions
 from console.worker.eligibility import EligibilityPolicy
 from console.worker.guard import GuardPolicy, SendGuard
+from console.worker.housekeeping import housekeeping, new_worker_id
 from console.worker.settings import WorkerSettings
 from console.worker.tick import FinishedAttempt, TickReport
 
@@ -60,11 +55,6 @@ log = logging.getLogger(__name__)
 
 class LeaseLost(RuntimeError):
     """The lease-expiry sweep took this attempt back before its body was handed over."""
-
-
-def new_worker_id() -> str:
-    """Return ``host:pid:random``, unique among every worker sharing the database."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 class Worker:
@@ -191,32 +181,25 @@ class Worker:
     def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
         """Heartbeat, take back silent workers' leases, match early provider events; commit."""
         with self.session_factory() as session:
-            heartbeats.beat(
-                session,
-                worker_id=self.worker_id,
-                host=socket.gethostname(),
-                pid=os.getpid(),
-                started_at=self.started_at,
-                now=now,
-            )
-            swept = []
-            for lease in lease_sweep.take_expired_leases(session, now=now):
-                classification, decision = self.decisions.at_lease_expiry(lease, now)
-                if lease_sweep.settle_expired_lease(session, lease, classification, decision, now):
-                    swept.append((lease, decision))
-            match_unmatched_events(session, now=now)  # provider events that came before their id
+            swept = housekeeping(session, self.worker_id, self.started_at, self.decisions, now)
             session.commit()
+        report.swept += len(swept)
         for lease, decision in swept:
-            report.swept += 1
             log_expired_lease(lease, decision)
 
     async def _send_batch(self, leased: list[claims.Claim], report: TickReport) -> None:
         waiting = collections.deque(leased)
+        held_back: list[tuple[claims.Claim, dt.datetime]] = []  # their domain deferred
         records: list[asyncio.Future] = []
 
         async def one_connection() -> None:
             while waiting and not self.stopping:
-                await self._process(waiting.popleft(), records, report)
+                claim = waiting.popleft()
+                until = self._deferral_of(claim.intent.recipient)
+                if until is not None:
+                    held_back.append((claim, until))
+                else:
+                    await self._process(claim, records, report)
 
         lanes = min(self.settings.concurrency, len(leased))
         try:
@@ -227,10 +210,26 @@ class Worker:
             if self._marks is not None:
                 self._marks.close()
                 self._marks = None
-        if waiting:
-            with self.session_factory() as session:
-                report.released = claims.release(session, list(waiting), self.clock())
-                session.commit()
+        report.released = self._release(list(waiting), held_back)
+
+    def _deferral_of(self, recipient: str) -> dt.datetime | None:
+        """When the recipient's domain deferred during this batch: the deferral's end."""
+        return self.guard.deferral_of(recipient, self.clock()) if self.guard else None
+
+    def _release(
+        self, unsent: list[claims.Claim], held_back: list[tuple[claims.Claim, dt.datetime]]
+    ) -> int:
+        """Give back what a stop left unsent (due now) and what a deferral held back (due at
+        its end), without counting an attempt; commit."""
+        if not unsent and not held_back:
+            return 0
+        now = self.clock()
+        with self.session_factory() as session:
+            released = claims.release(session, unsent, now)
+            for claim, until in held_back:
+                released += claims.release(session, [claim], now, due_at=until)
+            session.commit()
+        return released
 
     async def _process(
         self, claim: claims.Claim, records: list[asyncio.Future], report: TickReport
@@ -249,8 +248,12 @@ class Worker:
             decision = self.decisions.after_attempt(
                 claim.intent, claim.attempt_number, classification, now
             )
+        deferral = None
+        if self.guard and result.stage != CLAIMED:
+            recipient, outcome_name = claim.intent.recipient, classification.outcome
+            deferral = self.guard.note_domain_outcome(recipient, outcome_name, result.code, now)
         self._crash_if("before_record")
-        outcome = FinishedAttempt(claim, result, classification, decision, now)
+        outcome = FinishedAttempt(claim, result, classification, decision, now, deferral)
         records.append(asyncio.ensure_future(self._record(outcome, report)))
 
     async def _send(self, claim: claims.Claim) -> SendResult:
@@ -309,11 +312,11 @@ class Worker:
                 self.guard.after_outcome(
                     session,
                     lane=claim.intent.lane,
-                    recipient=claim.intent.recipient,
                     outcome=outcome.classification.outcome,
                     code=result.code,
                     reached_transport=result.stage != CLAIMED,
                     now=outcome.now,
+                    deferral=outcome.deferral,
                 )
         return recorded
 

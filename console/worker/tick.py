@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import datetime as dt
 
+from console.core.domain_backoff import Deferral
 from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.core.send_result import SendResult
@@ -32,3 +33,4 @@ class FinishedAttempt:
     classification: Classification
     decision: Decision
     now: dt.datetime
+    deferral: Deferral | None = None  # the run of 4yz this outcome completed

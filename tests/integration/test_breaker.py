@@ -144,7 +144,6 @@ def fail(guard, session, lane="bulk", count=10, outcome="transient", now=T0):
         guard.after_outcome(
             session,
             lane=lane,
-            recipient="ada@example.com",
             outcome=outcome,
             code=None,
             reached_transport=True,
@@ -175,7 +174,6 @@ def test_render_failures_do_not_count_towards_the_breaker(session_factory):
             guard.after_outcome(
                 session,
                 lane="bulk",
-                recipient="a@example.com",
                 outcome="permanent",
                 code=None,
                 reached_transport=False,

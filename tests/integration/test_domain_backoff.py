@@ -127,14 +127,15 @@ def test_a_run_of_4yz_defers_the_domains_due_intents_in_the_database(session_fac
 
         guard = SendGuard(GuardPolicy(domains=POLICY), "w1")
         for _ in range(3):
+            deferral = guard.note_domain_outcome("z@example.net", "transient", 421, now)
             guard.after_outcome(
                 session,
                 lane="critical",
-                recipient="z@example.net",
                 outcome="transient",
                 code=421,
                 reached_transport=True,
                 now=now,
+                deferral=deferral,
             )
         due = dict(session.execute(select(Intent.recipient, Intent.next_attempt_at)).all())
     deferred_until = now + dt.timedelta(seconds=60)
