@@ -21,7 +21,16 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import DateTime, Engine, ForeignKey, Integer, String, UniqueConstraint, select
+from sqlalchemy import (
+    DateTime,
+    Engine,
+    ForeignKey,
+    Integer,
+    String,
+    UniqueConstraint,
+    inspect,
+    select,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from console.models import Intent, utcnow
@@ -64,7 +73,16 @@ class CaseAssignment(CaseworkBase):
 
 
 def create_tables(engine: Engine) -> None:
-    """Create the example application's own tables."""
+    """Create the example application's own tables.
+
+    A demo database from before assignments had revisions holds a ``case_assignment``
+    table without that column: the example's tables are then made anew.
+    """
+    inspector = inspect(engine)
+    if inspector.has_table("case_assignment"):
+        columns = {column["name"] for column in inspector.get_columns("case_assignment")}
+        if "revision" not in columns:
+            CaseworkBase.metadata.drop_all(engine)
     CaseworkBase.metadata.create_all(engine)
 
 

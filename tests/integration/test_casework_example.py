@@ -126,3 +126,18 @@ def test_the_check_lets_a_current_notice_go_and_stops_one_whose_case_is_gone(cas
         intent.params = {**intent.params, "case_id": 999}
         assert check(intent, session) == "the case no longer exists"
         session.rollback()
+
+
+def test_a_demo_database_from_before_revisions_gets_the_tables_anew(tmp_path):
+    from sqlalchemy import create_engine, inspect, text
+
+    from console.demo.casework import create_tables
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'old-demo.db'}")
+    with engine.begin() as connection:
+        connection.execute(
+            text("CREATE TABLE case_assignment (id INTEGER PRIMARY KEY, reviewer_id INTEGER)")
+        )
+    create_tables(engine)
+    columns = {column["name"] for column in inspect(engine).get_columns("case_assignment")}
+    assert "revision" in columns and inspect(engine).has_table("case")
