@@ -13,7 +13,6 @@ from sqlalchemy import (
     JSON,
     Boolean,
     CheckConstraint,
-    Float,
     ForeignKey,
     Index,
     Integer,
@@ -26,7 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from console.store.columns import ID, Base, UTCDateTime, check_in, partial_index
-from console.vocabulary import BREAKER_STATES, BULK, CLOSED, LANES, PENDING, ROLES, STATUSES
+from console.vocabulary import BULK, LANES, PENDING, ROLES, STATUSES
 
 
 def utcnow() -> dt.datetime:
@@ -239,18 +238,6 @@ class AuditEntry(Base):
     )
 
 
-class WorkerHeartbeat(Base):
-    """The last tick of each worker, so any process can tell whether workers run."""
-
-    __tablename__ = "worker_heartbeat"
-
-    worker_id: Mapped[str] = mapped_column(String(100), primary_key=True)
-    host: Mapped[str | None] = mapped_column(String(255))
-    pid: Mapped[int | None] = mapped_column(Integer)
-    started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
-    last_tick_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
-
-
 # Unscrubbed and untrimmed rows only, so retention finds its next batch at once.
 partial_index(
     "ix_email_intent_unscrubbed", Intent.created_at, where=Intent.params_scrubbed_at.is_(None)
@@ -272,45 +259,6 @@ partial_index(
 )
 
 
-class AlertState(Base):
-    """One alert condition: whether it fires, since when, and whether targets were told."""
-
-    __tablename__ = "alert_state"
-
-    condition: Mapped[str] = mapped_column(String(100), primary_key=True)
-    active: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
-    summary: Mapped[str | None] = mapped_column(Text)
-    details: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    fired_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-    cleared_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-    webhook_due: Mapped[str | None] = mapped_column(String(20))  # "firing" | "resolved"
-    webhook_claimed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-    webhook_sent_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-
-
-class DomainDeferral(Base):
-    """A recipient domain that asked us to slow down: nothing is sent to it until the end time."""
-
-    __tablename__ = "domain_deferral"
-
-    domain: Mapped[str] = mapped_column(String(255), primary_key=True)  # lower-cased
-    deferred_until: Mapped[dt.datetime] = mapped_column(UTCDateTime)
-    reply_code: Mapped[int | None] = mapped_column(Integer)  # the reply that completed the run
-    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
-
-
-class LaneBreaker(Base):
-    """The circuit breaker of one lane, shared by every worker process."""
-
-    __tablename__ = "lane_breaker"
-
-    lane: Mapped[str] = mapped_column(String(20), primary_key=True)
-    state: Mapped[str] = mapped_column(String(20), server_default=CLOSED)
-    trips: Mapped[int] = mapped_column(Integer, server_default=text("0"))
-    failure_rate: Mapped[float | None] = mapped_column(Float)
-    opened_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-    resume_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-    probe_owner: Mapped[str | None] = mapped_column(String(100))
-    updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
-
-    __table_args__ = (CheckConstraint(check_in("state", BREAKER_STATES), name="state"),)
+# The worker's and operations' own state (heartbeats, alerts, breakers, deferrals) lives in
+# console.store.state_tables; importing it here registers those tables on Base.metadata.
+from console.store import state_tables  # noqa: E402, F401

@@ -34,11 +34,12 @@ from sqlalchemy.orm import Session
 
 from console.config import Settings
 from console.mail.catalog import TemplateCatalog, default_catalog
-from console.models import AlertState, utcnow
+from console.models import utcnow
 from console.outbox import enqueue
 from console.store import alert_checks, alert_states
 from console.store.alert_states import RESOLVED
 from console.store.sender_rates import sender_rates
+from console.store.state_tables import AlertState
 from console.vocabulary import CRITICAL
 
 log = logging.getLogger(__name__)

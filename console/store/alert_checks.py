@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from console.models import Attempt, Intent, LaneBreaker
+from console.models import Attempt, Intent
+from console.store.state_tables import LaneBreaker
 from console.vocabulary import AMBIGUOUS, DEAD, PENDING
 
 

@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
-from console.models import AlertState
 from console.store.sql import dialect_of, insert_for
+from console.store.state_tables import AlertState
 
 FIRING, RESOLVED = "firing", "resolved"  # webhook_due: the transition the webhook is owed
 

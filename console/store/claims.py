@@ -27,8 +27,9 @@ from sqlalchemy import exists, func, literal, select, union_all, update
 from sqlalchemy.orm import Session
 
 from console.core.lifecycle import Decision
-from console.models import DomainDeferral, Suppression
+from console.models import Suppression
 from console.store import send_statements as s
+from console.store.state_tables import DomainDeferral
 from console.vocabulary import CLAIMED, LANES, PENDING, SENDING
 
 

@@ -6,8 +6,8 @@ import datetime as dt
 
 from sqlalchemy.orm import Session
 
-from console.models import WorkerHeartbeat
 from console.store.sql import dialect_of, insert_for
+from console.store.state_tables import WorkerHeartbeat
 
 
 def beat(

@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from console.models import Intent, LaneBreaker, ProviderEvent, Suppression, WorkerHeartbeat
+from console.models import Intent, ProviderEvent, Suppression
 from console.store.sql import dialect_of
+from console.store.state_tables import LaneBreaker, WorkerHeartbeat
 from console.vocabulary import LANES, PENDING, SUBMITTED
 
 Counts = dict[tuple[str, str], int]  # (status, lane) -> intents

@@ -8,10 +8,11 @@ from collections.abc import Sequence
 
 from flask import Blueprint, Flask, current_app, render_template, request, url_for
 
-from console.models import AlertState, utcnow
+from console.models import utcnow
 from console.ops.alerts import AMBIGUOUS_WAITING, DEAD_LETTER
 from console.store import alert_states, dashboard_queries, search_filters, sender_rates
 from console.store.send_guards import active_deferrals, read_breakers
+from console.store.state_tables import AlertState
 from console.vocabulary import STATUSES
 from console.web.auth import role_required
 from console.web.extensions import current_settings, db

@@ -30,9 +30,9 @@ from console.core.domain_backoff import (
     DomainRuns,
     recipient_domain,
 )
-from console.models import AlertState, DomainDeferral
 from console.ops import metrics
 from console.store import send_guards
+from console.store.state_tables import AlertState, DomainDeferral
 from console.vocabulary import CLOSED, HALF_OPEN, LANES, OPEN
 
 log = logging.getLogger(__name__)

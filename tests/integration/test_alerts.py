@@ -14,11 +14,12 @@ from sqlalchemy import select, update
 
 from console.config import load_settings
 from console.mail.catalog import TemplateCatalog
-from console.models import AlertState, Attempt, Intent, LaneBreaker, utcnow
+from console.models import Attempt, Intent, utcnow
 from console.ops import alerts
 from console.outbox import enqueue
 from console.paths import EMAIL_TEMPLATES_DIR
 from console.store.alert_states import load_firing_alerts
+from console.store.state_tables import AlertState, LaneBreaker
 from console.vocabulary import AMBIGUOUS, CRITICAL, DEAD
 from tests.support.pgcluster import free_port
 

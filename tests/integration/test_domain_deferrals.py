@@ -11,8 +11,9 @@ import pytest
 from sqlalchemy import select
 
 from console.core.domain_backoff import DomainBackoffPolicy
-from console.models import Attempt, DomainDeferral, Intent
+from console.models import Attempt, Intent
 from console.outbox import enqueue
+from console.store.state_tables import DomainDeferral
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import PENDING, SUBMITTED
 from console.worker.guard import GuardPolicy

@@ -11,9 +11,10 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from console.app import create_app
-from console.models import Intent, LaneBreaker, ProviderEvent, Suppression, WorkerHeartbeat, utcnow
+from console.models import Intent, ProviderEvent, Suppression, utcnow
 from console.ops import metrics
 from console.outbox import enqueue
+from console.store.state_tables import LaneBreaker, WorkerHeartbeat
 from console.vocabulary import AMBIGUOUS, DEAD, SUBMITTED
 from console.web import ops
 from console.web.extensions import db

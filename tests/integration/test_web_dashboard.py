@@ -8,17 +8,9 @@ import re
 import pytest
 from sqlalchemy import select
 
-from console.models import (
-    AlertState,
-    Attempt,
-    AuditEntry,
-    Intent,
-    ProviderEvent,
-    Suppression,
-    WorkerHeartbeat,
-    utcnow,
-)
+from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppression, utcnow
 from console.store import dashboard_queries
+from console.store.state_tables import AlertState, WorkerHeartbeat
 from console.web.dashboard import chart_shapes, dashboard_alerts, format_age
 from console.web.extensions import db
 

@@ -10,8 +10,9 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import select
 
-from console.models import Attempt, Intent, Suppression, WorkerHeartbeat, utcnow
+from console.models import Attempt, Intent, Suppression, utcnow
 from console.outbox import enqueue
+from console.store.state_tables import WorkerHeartbeat
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import (
     AMBIGUOUS,

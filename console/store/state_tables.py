@@ -1,0 +1,71 @@
+"""The tables of the product's own running state: worker heartbeats, alerts, lane breakers and
+domain deferrals. Not part of the application's contract (DESIGN §9): only the worker, the
+console and its jobs read and write them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, CheckConstraint, Float, Integer, String, Text, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from console.store.columns import Base, UTCDateTime, check_in
+from console.vocabulary import BREAKER_STATES, CLOSED
+
+
+class WorkerHeartbeat(Base):
+    """The last tick of each worker, so any process can tell whether workers run."""
+
+    __tablename__ = "worker_heartbeat"
+
+    worker_id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    host: Mapped[str | None] = mapped_column(String(255))
+    pid: Mapped[int | None] = mapped_column(Integer)
+    started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    last_tick_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+
+
+class AlertState(Base):
+    """One alert condition: whether it fires, since when, and whether targets were told."""
+
+    __tablename__ = "alert_state"
+
+    condition: Mapped[str] = mapped_column(String(100), primary_key=True)
+    active: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    summary: Mapped[str | None] = mapped_column(Text)
+    details: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    fired_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    cleared_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    webhook_due: Mapped[str | None] = mapped_column(String(20))  # "firing" | "resolved"
+    webhook_claimed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    webhook_sent_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+
+
+class DomainDeferral(Base):
+    """A recipient domain that asked us to slow down: nothing is sent to it until the end time."""
+
+    __tablename__ = "domain_deferral"
+
+    domain: Mapped[str] = mapped_column(String(255), primary_key=True)  # lower-cased
+    deferred_until: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    reply_code: Mapped[int | None] = mapped_column(Integer)  # the reply that completed the run
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+
+
+class LaneBreaker(Base):
+    """The circuit breaker of one lane, shared by every worker process."""
+
+    __tablename__ = "lane_breaker"
+
+    lane: Mapped[str] = mapped_column(String(20), primary_key=True)
+    state: Mapped[str] = mapped_column(String(20), server_default=CLOSED)
+    trips: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    failure_rate: Mapped[float | None] = mapped_column(Float)
+    opened_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    resume_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    probe_owner: Mapped[str | None] = mapped_column(String(100))
+    updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (CheckConstraint(check_in("state", BREAKER_STATES), name="state"),)
