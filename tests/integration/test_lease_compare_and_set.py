@@ -1,0 +1,101 @@
+"""The lease token's compare-and-set, against the real record statement on SQLite and PostgreSQL.
+
+A worker claims an intent, goes silent, its lease is swept and another worker claims the
+intent anew; when the first worker finally records its outcome, nothing changes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import select
+
+from console.core.lifecycle import Decision
+from console.core.outcomes import Classification
+from console.core.send_result import SendResult
+from console.models import Attempt, Intent, utcnow
+from console.outbox import enqueue
+from console.store import attempt_records, claims, lease_sweep
+from console.vocabulary import (
+    ACCEPTED,
+    CLAIMED,
+    PENDING,
+    REPLY_READ,
+    SENDING,
+    SUBMITTED,
+    TRANSIENT,
+)
+
+LEASE = dt.timedelta(seconds=60)
+ORDER_PARAMS = {
+    "customer_name": "Ada",
+    "order_number": "1234",
+    "total": "3.00",
+    "items": [{"quantity": 1, "name": "Tea", "price": "3.00"}],
+}
+
+
+def claim_one(session_factory, now: dt.datetime, worker_id: str) -> claims.Claim:
+    with session_factory() as session:
+        due = claims.lock_due(session, now, 1, claims.lane_limits_within(1, None))
+        [claim] = claims.lease(session, due, now, now + LEASE, worker_id)
+        session.commit()
+    return claim
+
+
+def sweep(session_factory, now: dt.datetime) -> None:
+    """Take back the silent worker's lease; its attempt never left CLAIMED: pending again."""
+    with session_factory() as session:
+        [lease] = lease_sweep.take_expired_leases(session, now=now)
+        verdict = Classification(TRANSIENT, "lease expired before anything was sent")
+        back = Decision(PENDING, "lease expired before anything was sent", now)
+        assert lease_sweep.settle_expired_lease(session, lease, verdict, back, now)
+        session.commit()
+
+
+def test_a_swept_worker_records_nothing_once_another_worker_holds_the_intent(
+    engine, session_factory
+):
+    with session_factory() as session:
+        intent_id = enqueue(
+            session,
+            key="order:1234:confirmation",
+            to="ada@example.com",
+            template="order-confirmation",
+            params=ORDER_PARAMS,
+        ).id
+        session.commit()
+    T0 = utcnow() + dt.timedelta(seconds=1)  # noqa: N806 - the test's first instant
+    silent = claim_one(session_factory, T0, "worker-a")
+    sweep(session_factory, T0 + LEASE + dt.timedelta(seconds=1))
+    current = claim_one(session_factory, T0 + LEASE + dt.timedelta(seconds=2), "worker-b")
+    assert current.lease_token != silent.lease_token
+
+    accepted = SendResult(REPLY_READ, code=250, reply_text="2.0.0 Ok: queued as Q1")
+    connection = attempt_records.writer(engine)
+    try:
+        recorded = attempt_records.record_outcome(
+            connection,
+            silent,
+            accepted,
+            Classification(ACCEPTED, "accepted"),
+            Decision(SUBMITTED),
+            T0 + LEASE + dt.timedelta(seconds=3),
+        )
+    finally:
+        connection.close()
+
+    assert recorded is False
+    with session_factory() as session:
+        intent = session.get(Intent, intent_id)
+        assert (intent.status, intent.lease_token) == (SENDING, current.lease_token)
+        assert intent.submitted_at is None and intent.provider_message_id is None
+        attempts = session.scalars(
+            select(Attempt).where(Attempt.intent_id == intent_id).order_by(Attempt.id)
+        ).all()
+    by_id = {attempt.id: attempt for attempt in attempts}
+    assert current.attempt_id in by_id, "the current worker's attempt is there, untouched"
+    live = by_id[current.attempt_id]
+    assert (live.stage, live.finished_at, live.outcome) == (CLAIMED, None, None)
+    for attempt in attempts:
+        assert attempt.outcome != ACCEPTED and attempt.reply_code is None
