@@ -1,0 +1,435 @@
+"""The send loop's queries called directly, without the worker: claims (T1), the compare-and-set
+record (T2) and the lease sweep, on SQLite and PostgreSQL; SKIP LOCKED on PostgreSQL only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import itertools
+
+import pytest
+from sqlalchemy import insert, select, text, update
+
+from console.core.lifecycle import Decision
+from console.core.outcomes import Classification
+from console.core.send_result import SendResult
+from console.models import Attempt, Intent, Suppression
+from console.outbox import enqueue
+from console.store import attempt_records, claims, lease_sweep
+from console.vocabulary import (
+    ACCEPTED,
+    AMBIGUOUS,
+    BULK,
+    CLAIMED,
+    CRITICAL,
+    DATA_SENT,
+    EXPIRED,
+    PENDING,
+    REPLY_READ,
+    SENDING,
+    STATUSES,
+    SUBMITTED,
+    TRANSIENT,
+)
+
+T0 = dt.datetime(2026, 3, 2, 9, 0, tzinfo=dt.UTC)  # the claim's `now` unless a test says
+LEASE_SECONDS = 60
+WORKER_ID = "host:1:abc123"
+ORDER_PARAMS = {
+    "customer_name": "Ada",
+    "order_number": "1234",
+    "total": "3.00",
+    "items": [{"quantity": 1, "name": "Tea", "price": "3.00"}],
+}
+_numbers = itertools.count(1)
+
+
+def seconds(n: float) -> dt.timedelta:
+    return dt.timedelta(seconds=n)
+
+
+def queue(session_factory, *, due=T0 - seconds(60), lane=BULK, **columns) -> int:
+    """Enqueue an order confirmation, then give it `due` and any other column values."""
+    number = next(_numbers)
+    with session_factory() as session:
+        intent = enqueue(
+            session,
+            key=f"order:{number}:confirmation",
+            to=f"buyer{number}@example.com",
+            template="order-confirmation",
+            params=ORDER_PARAMS,
+            lane=lane,
+        )
+        values = {"next_attempt_at": due, **columns}
+        table = Intent.__table__
+        session.execute(update(table).where(table.c.id == intent.id).values(**values))
+        session.commit()
+        return intent.id
+
+
+def lock(session, limit=50, lane_limits=None, now=T0):
+    """lock_due as the worker calls it: each lane's cap from `lane_limits_within`."""
+    return claims.lock_due(session, now, limit, claims.lane_limits_within(limit, lane_limits))
+
+
+def lease_all(session, due, *, now=T0, lease_seconds=LEASE_SECONDS):
+    return claims.lease(session, due, now, now + seconds(lease_seconds), WORKER_ID)
+
+
+def load(session_factory, intent_id):
+    """The intent and its attempts, read in a transaction of their own."""
+    with session_factory() as session:
+        intent = session.get(Intent, intent_id)
+        attempts = session.scalars(
+            select(Attempt).where(Attempt.intent_id == intent_id).order_by(Attempt.id)
+        ).all()
+        return intent, attempts
+
+
+def ids(due) -> list[int]:
+    return [intent.id for intent in due]
+
+
+# --- lock_due ---
+
+
+def test_lock_due_takes_due_pending_intents_only(session_factory, session):
+    overdue = queue(session_factory, due=T0 - seconds(60))
+    due_now = queue(session_factory, due=T0)
+    queue(session_factory, due=T0 + seconds(1))  # not yet
+    for status in STATUSES:
+        if status != PENDING:
+            queue(session_factory, due=T0 - seconds(120), status=status)
+
+    assert ids(lock(session)) == [overdue, due_now]
+
+
+def test_lock_due_takes_the_critical_lane_first_each_lane_oldest_first(session_factory, session):
+    bulk_oldest = queue(session_factory, lane=BULK, due=T0 - seconds(300))
+    critical_newer = queue(session_factory, lane=CRITICAL, due=T0 - seconds(10))
+    bulk_newer = queue(session_factory, lane=BULK, due=T0 - seconds(20))
+    critical_older = queue(session_factory, lane=CRITICAL, due=T0 - seconds(100))
+
+    due = lock(session)
+
+    assert ids(due) == [critical_older, critical_newer, bulk_oldest, bulk_newer]
+    assert [intent.lane for intent in due] == [CRITICAL, CRITICAL, BULK, BULK]
+
+
+# (batch limit, lane limits from the guard) -> which of c1..c3, b1..b3 are locked, in order
+LIMIT_CASES = {
+    "the batch limit cuts into bulk": (4, None, ["c1", "c2", "c3", "b1"]),
+    "the batch limit cuts into critical": (2, None, ["c1", "c2"]),
+    "a paused critical lane": (10, {CRITICAL: 0}, ["b1", "b2", "b3"]),
+    "a probing bulk lane": (10, {BULK: 1}, ["c1", "c2", "c3", "b1"]),
+    "one critical probe, bulk paused": (10, {CRITICAL: 1, BULK: 0}, ["c1"]),
+    "both lanes paused": (10, {CRITICAL: 0, BULK: 0}, []),
+}
+
+
+@pytest.mark.parametrize("case", list(LIMIT_CASES))
+def test_lock_due_respects_the_batch_and_each_lanes_limit(case, session_factory, session):
+    limit, lane_limits, expected = LIMIT_CASES[case]
+    names = {}
+    for n in (3, 2, 1):  # inserted newest first: id order is not due order
+        names[f"b{n}"] = queue(session_factory, lane=BULK, due=T0 - seconds(100 - n))
+        names[f"c{n}"] = queue(session_factory, lane=CRITICAL, due=T0 - seconds(10 - n))
+
+    assert ids(lock(session, limit, lane_limits)) == [names[name] for name in expected]
+
+
+def test_lane_limits_within_caps_each_lane_at_the_batch_limit():
+    assert claims.lane_limits_within(5, None) == {CRITICAL: 5, BULK: 5}
+    assert claims.lane_limits_within(5, {CRITICAL: 0}) == {CRITICAL: 0, BULK: 5}
+    assert claims.lane_limits_within(5, {BULK: 9, CRITICAL: 1}) == {CRITICAL: 1, BULK: 5}
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)  # SQLite has one writer
+def test_concurrent_claims_lock_disjoint_batches_without_waiting(session_factory):
+    queued = [queue(session_factory, due=T0 - seconds(60 - n)) for n in range(5)]
+    with session_factory() as first, session_factory() as second:
+        first_batch = lock(first, limit=3)
+        # Waiting for `first`'s row locks would fail here instead of hanging the test.
+        second.execute(text("SET LOCAL lock_timeout = '1s'"))
+        second_batch = lock(second, limit=10)
+
+        assert ids(first_batch) == queued[:3]
+        assert ids(second_batch) == queued[3:], "SKIP LOCKED: the rows the first one holds"
+
+
+# --- suppressed_among ---
+
+
+def test_suppressed_among_returns_the_suppressed_recipients_only(session):
+    rows = [
+        dict(recipient=recipient, reason="complaint", created_at=T0)
+        for recipient in ("eve@example.com", "zed@example.com")
+    ]
+    session.execute(insert(Suppression.__table__), rows)
+    session.commit()
+
+    asked = {"eve@example.com", "ada@example.com"}
+    assert claims.suppressed_among(session, asked) == {"eve@example.com"}
+    assert claims.suppressed_among(session, set()) == set()
+
+
+# --- close_unsent and lease ---
+
+
+def test_close_unsent_moves_intents_as_decided_without_an_attempt(session_factory, session):
+    too_old = queue(session_factory, due=T0 - seconds(60))
+    deferred = queue(session_factory, due=T0 - seconds(30))
+    expired_due, deferred_due = lock(session)
+    later = T0 + seconds(300)
+
+    claims.close_unsent(
+        session,
+        [
+            (expired_due, Decision(EXPIRED, "older than its max age")),
+            (deferred_due, Decision(PENDING, "domain backing off", next_attempt_at=later)),
+        ],
+        T0 + seconds(1),
+    )
+    session.commit()
+
+    expired, expired_attempts = load(session_factory, too_old)
+    assert (expired.status, expired.status_reason) == (EXPIRED, "older than its max age")
+    assert expired.next_attempt_at == T0 - seconds(60), "no new time given: unchanged"
+    assert expired.updated_at == T0 + seconds(1)
+    pending, pending_attempts = load(session_factory, deferred)
+    assert (pending.status, pending.next_attempt_at) == (PENDING, later)
+    for intent in (expired, pending):
+        assert intent.attempt_count == 0 and intent.lease_token is None
+    assert expired_attempts == [] and pending_attempts == []
+
+
+def test_lease_gives_each_intent_a_fresh_token_and_one_claimed_attempt(session_factory, session):
+    first = queue(session_factory, due=T0 - seconds(60))
+    retried = queue(session_factory, due=T0 - seconds(30), attempt_count=2)
+
+    leased = lease_all(session, lock(session))
+    session.commit()
+
+    assert [c.intent.id for c in leased] == [first, retried]
+    assert [c.attempt_number for c in leased] == [1, 3]
+    tokens = [c.lease_token for c in leased]
+    assert len(set(tokens)) == 2 and all(len(token) >= 16 for token in tokens)
+    lease_expires_at = T0 + seconds(LEASE_SECONDS)
+    for claim in leased:
+        intent, attempts = load(session_factory, claim.intent.id)
+        assert intent.status == SENDING and intent.attempt_count == claim.attempt_number
+        assert (intent.lease_token, intent.lease_expires_at) == (
+            claim.lease_token,
+            lease_expires_at,
+        )
+        assert claim.lease_expires_at == lease_expires_at
+        [attempt] = attempts
+        assert attempt.id == claim.attempt_id and attempt.attempt_number == claim.attempt_number
+        assert (attempt.lease_token, attempt.worker_id) == (claim.lease_token, WORKER_ID)
+        assert (attempt.stage, attempt.started_at) == (CLAIMED, T0)
+        assert attempt.finished_at is None and attempt.outcome is None
+    assert claims.lease(session, [], T0, lease_expires_at, WORKER_ID) == []
+
+
+def test_locking_closing_and_leasing_commit_nothing(session_factory, session):
+    closed = queue(session_factory, due=T0 - seconds(60))
+    leased = queue(session_factory, due=T0 - seconds(30))
+    closed_due, leased_due = lock(session)
+    claims.close_unsent(session, [(closed_due, Decision(EXPIRED, "too old"))], T0)
+    lease_all(session, [leased_due])
+
+    session.rollback()  # the worker's T1 failed before its commit
+
+    for intent_id in (closed, leased):
+        intent, attempts = load(session_factory, intent_id)
+        assert (intent.status, intent.status_reason, intent.lease_token) == (PENDING, None, None)
+        assert intent.attempt_count == 0 and attempts == []
+    assert ids(lock(session)) == [closed, leased], "due again"
+
+
+# --- release ---
+
+
+def test_release_gives_back_only_what_this_lease_holds(session_factory, session):
+    given_back = queue(session_factory, due=T0 - seconds(60), attempt_count=2)
+    taken = queue(session_factory, due=T0 - seconds(30))
+    mine, theirs = lease_all(session, lock(session))
+    session.commit()
+    not_mine = dataclasses.replace(theirs, lease_token="a-lease-this-worker-lost")
+
+    released = claims.release(session, [mine, not_mine], T0 + seconds(5))
+    session.commit()
+
+    assert released == 1
+    intent, attempts = load(session_factory, given_back)
+    assert (intent.status, intent.attempt_count) == (PENDING, 2), "the count restored"
+    assert (intent.lease_token, intent.lease_expires_at) == (None, None)
+    assert intent.next_attempt_at == T0 + seconds(5) and attempts == []
+    intent, attempts = load(session_factory, taken)
+    assert (intent.status, intent.lease_token, intent.attempt_count) == (
+        SENDING,
+        theirs.lease_token,
+        1,
+    )
+    assert [a.id for a in attempts] == [theirs.attempt_id]
+
+
+# --- record_outcome: T2, compare-and-set on the lease token ---
+
+
+def test_record_outcome_moves_the_intent_only_for_the_current_lease(
+    engine, session_factory, session
+):
+    intent_id = queue(session_factory)
+    [claim] = lease_all(session, lock(session))
+    session.commit()
+    stale = dataclasses.replace(claim, lease_token="a-lease-swept-meanwhile")
+    result = SendResult(
+        REPLY_READ, code=250, reply_text="2.0.0 Ok: queued as Q1", provider_message_id="Q1"
+    )
+    accepted = Classification(ACCEPTED, "accepted")
+    recorded_at = T0 + seconds(2)
+    connection = attempt_records.writer(engine)
+
+    def record(claim_held: claims.Claim) -> bool:
+        return attempt_records.record_outcome(
+            connection, claim_held, result, accepted, Decision(SUBMITTED), recorded_at
+        )
+
+    try:
+        assert record(stale) is False
+        intent, [attempt] = load(session_factory, intent_id)
+        assert (intent.status, intent.lease_token) == (SENDING, claim.lease_token)
+        assert intent.submitted_at is None and intent.provider_message_id is None
+        assert (attempt.stage, attempt.finished_at, attempt.outcome) == (CLAIMED, None, None)
+
+        assert record(claim) is True
+        intent, [attempt] = load(session_factory, intent_id)
+        assert (intent.status, intent.submitted_at) == (SUBMITTED, recorded_at)
+        assert (intent.lease_token, intent.lease_expires_at) == (None, None)
+        assert intent.provider_message_id == "Q1" == attempt.provider_message_id
+        assert (attempt.stage, attempt.outcome, attempt.reply_code) == (REPLY_READ, ACCEPTED, 250)
+        assert (attempt.finished_at, attempt.enhanced_status) == (recorded_at, "2.0.0")
+
+        assert record(claim) is False, "recorded once: the lease is gone"
+    finally:
+        connection.close()
+
+
+# --- the lease sweep ---
+
+
+def test_the_sweep_takes_expired_leases_only_and_finishes_their_attempts(
+    engine, session_factory, session
+):
+    body_sent = queue(session_factory, due=T0 - seconds(60))
+    claimed_only = queue(session_factory, due=T0 - seconds(50))
+    still_leased = queue(session_factory, due=T0 - seconds(40))
+    queue(session_factory, status=SUBMITTED, lease_expires_at=T0)  # not sending: never taken
+    due = lock(session)
+    expiring = lease_all(session, due[:2], lease_seconds=60)
+    [live] = lease_all(session, due[2:], lease_seconds=600)
+    session.commit()
+    marks = attempt_records.writer(engine)
+    try:
+        assert attempt_records.mark_data_sent(marks, expiring[0].attempt_id)
+    finally:
+        marks.close()
+    swept_at = T0 + seconds(61)
+
+    expired = lease_sweep.take_expired_leases(session, now=swept_at)
+
+    taken = {
+        lease.intent.id: (lease.lease_token, lease.attempt_id, lease.stage) for lease in expired
+    }
+    assert taken == {
+        body_sent: (expiring[0].lease_token, expiring[0].attempt_id, DATA_SENT),
+        claimed_only: (expiring[1].lease_token, expiring[1].attempt_id, CLAIMED),
+    }
+    finished = dict(session.execute(select(Attempt.intent_id, Attempt.finished_at)).all())
+    assert finished == {body_sent: swept_at, claimed_only: swept_at, still_leased: None}
+
+    by_id = {lease.intent.id: lease for lease in expired}
+    retry_at = swept_at + seconds(30)
+    settled = [
+        lease_sweep.settle_expired_lease(
+            session,
+            by_id[body_sent],
+            Classification(AMBIGUOUS, "lease expired after the body was handed over"),
+            Decision(AMBIGUOUS, "lease expired"),
+            swept_at,
+        ),
+        lease_sweep.settle_expired_lease(
+            session,
+            by_id[claimed_only],
+            Classification(TRANSIENT, "lease expired before the body was sent"),
+            Decision(PENDING, "lease expired", next_attempt_at=retry_at),
+            swept_at,
+        ),
+    ]
+    session.commit()
+
+    assert settled == [True, True]
+    intent, [attempt] = load(session_factory, body_sent)
+    assert (intent.status, intent.lease_token, intent.lease_expires_at) == (AMBIGUOUS, None, None)
+    assert (attempt.stage, attempt.outcome) == (DATA_SENT, AMBIGUOUS)
+    assert attempt.error == "lease expired after the body was handed over"
+    intent, [attempt] = load(session_factory, claimed_only)
+    assert (intent.status, intent.next_attempt_at, intent.attempt_count) == (PENDING, retry_at, 1)
+    assert (attempt.stage, attempt.outcome) == (CLAIMED, TRANSIENT)
+    intent, [attempt] = load(session_factory, still_leased)
+    assert (intent.status, intent.lease_token) == (SENDING, live.lease_token)
+    assert attempt.finished_at is None and attempt.outcome is None
+
+
+def test_settling_changes_nothing_once_another_lease_holds_the_intent(session_factory, session):
+    intent_id = queue(session_factory)
+    lease_all(session, lock(session))
+    session.commit()
+    [expired] = lease_sweep.take_expired_leases(session, now=T0 + seconds(61))
+    session.commit()
+    with session_factory() as other:  # meanwhile: settled elsewhere, claimed again
+        table = Intent.__table__
+        other.execute(
+            update(table)
+            .where(table.c.id == intent_id)
+            .values(lease_token="a-later-lease", lease_expires_at=T0 + seconds(700))
+        )
+        other.commit()
+
+    settled = lease_sweep.settle_expired_lease(
+        session,
+        expired,
+        Classification(TRANSIENT, "lease expired before the body was sent"),
+        Decision(PENDING, "lease expired", next_attempt_at=T0 + seconds(90)),
+        T0 + seconds(61),
+    )
+    session.commit()
+
+    assert settled is False
+    intent, [attempt] = load(session_factory, intent_id)
+    assert (intent.status, intent.lease_token) == (SENDING, "a-later-lease")
+    assert intent.lease_expires_at == T0 + seconds(700)
+    assert attempt.outcome is None and attempt.error is None, "no verdict written"
+
+
+def test_the_sweep_commits_nothing(session_factory, session):
+    intent_id = queue(session_factory)
+    [claim] = lease_all(session, lock(session))
+    session.commit()
+    [expired] = lease_sweep.take_expired_leases(session, now=T0 + seconds(61))
+    lease_sweep.settle_expired_lease(
+        session,
+        expired,
+        Classification(TRANSIENT, "lease expired before the body was sent"),
+        Decision(PENDING, "lease expired"),
+        T0 + seconds(61),
+    )
+
+    session.rollback()  # the housekeeping transaction failed before its commit
+
+    intent, [attempt] = load(session_factory, intent_id)
+    assert (intent.status, intent.lease_token) == (SENDING, claim.lease_token)
+    assert attempt.finished_at is None and attempt.outcome is None
