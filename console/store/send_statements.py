@@ -80,13 +80,14 @@ MARK_DATA_SENT = (
     .values(stage=DATA_SENT)
 )
 # Compare-and-set: only the holder of the current lease token moves a `sending` intent.
+HELD_BY_THIS_LEASE = (
+    INTENT.c.id == bindparam("b_id"),
+    INTENT.c.status == SENDING,
+    INTENT.c.lease_token == bindparam("b_token"),
+)
 MOVE_LEASED_INTENT = (
     update(INTENT)
-    .where(
-        INTENT.c.id == bindparam("b_id"),
-        INTENT.c.status == SENDING,
-        INTENT.c.lease_token == bindparam("b_token"),
-    )
+    .where(*HELD_BY_THIS_LEASE)
     .values(
         **LEASE_RELEASED,
         submitted_at=_or_unchanged("b_submitted_at", INTENT.c.submitted_at, UTCDateTime()),
@@ -128,11 +129,7 @@ JUDGE_SILENT_ATTEMPT = (
 )
 RELEASE_INTENT = (
     update(INTENT)
-    .where(
-        INTENT.c.id == bindparam("b_id"),
-        INTENT.c.status == SENDING,
-        INTENT.c.lease_token == bindparam("b_token"),
-    )
+    .where(*HELD_BY_THIS_LEASE)
     .values(
         status=PENDING,
         lease_token=None,

@@ -12,25 +12,16 @@ from sqlalchemy import select
 
 from console.core.domain_backoff import DomainBackoffPolicy
 from console.models import Attempt, Intent
-from console.outbox import enqueue
 from console.store.state_tables import DomainDeferral
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import PENDING, SUBMITTED
 from console.worker.guard import GuardPolicy
+from tests.support.orders import enqueue_orders
 from tests.support.smtp_server import ScriptedSMTPServer
 
 THROTTLED = [f"{name}@slow.example" for name in "abcdef"]
 FINE = [f"{name}@fine.example" for name in "wxyz"]
 POLICY = DomainBackoffPolicy(run_length=3, base_seconds=600, cap_seconds=3600)
-ORDER = dict(
-    template="order-confirmation",
-    params={
-        "customer_name": "Ada",
-        "order_number": "1",
-        "items": [{"quantity": 1, "name": "Lamp", "price": "9.00"}],
-        "total": "9.00",
-    },
-)
 
 
 @pytest.fixture
@@ -50,20 +41,11 @@ def deferring_worker(make_worker, smtp_server):
     return build
 
 
-def enqueue_all(session_factory, addresses, prefix="order") -> list[int]:
-    ids = []
-    with session_factory() as session:
-        for number, address in enumerate(addresses):
-            ids.append(enqueue(session, key=f"{prefix}:{number}", to=address, **ORDER).id)
-        session.commit()
-    return ids
-
-
 def test_a_deferral_mid_batch_gives_back_the_rest_of_that_domain_unsent(
     session_factory, deferring_worker, smtp_server
 ):
-    throttled_ids = enqueue_all(session_factory, THROTTLED)
-    fine_ids = enqueue_all(session_factory, FINE, prefix="fine")
+    throttled_ids = enqueue_orders(session_factory, THROTTLED)
+    fine_ids = enqueue_orders(session_factory, FINE, prefix="fine")
     report = deferring_worker(batch_size=10).run_once()
     assert report.claimed == 10
     with session_factory() as session:
@@ -94,8 +76,8 @@ def test_a_new_enqueue_for_a_deferred_domain_waits_for_the_deferral_to_end(
             DomainDeferral(domain="later.example", deferred_until=until, updated_at=clock())
         )
         session.commit()
-    [waiting_id] = enqueue_all(session_factory, ["ada@later.example"], prefix="later")
-    [other_id] = enqueue_all(session_factory, ["bob@fine.example"], prefix="other")
+    [waiting_id] = enqueue_orders(session_factory, ["ada@later.example"], prefix="later")
+    [other_id] = enqueue_orders(session_factory, ["bob@fine.example"], prefix="other")
     worker = deferring_worker()
     assert worker.run_once().claimed == 1, "only the intent of the domain not deferred"
     with session_factory() as session:

@@ -9,21 +9,12 @@ import pytest
 from sqlalchemy import select
 
 from console.models import Attempt, Intent, Suppression, utcnow
-from console.outbox import enqueue
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import CLAIMED, FAILED, SUPPRESSED
+from tests.support.orders import enqueue_orders
 from tests.support.smtp_server import ScriptedSMTPServer
 
 TIMEOUT_SECONDS = 2.0
-ORDER = dict(
-    template="order-confirmation",
-    params={
-        "customer_name": "Ada",
-        "order_number": "1",
-        "items": [{"quantity": 1, "name": "Lamp", "price": "9.00"}],
-        "total": "9.00",
-    },
-)
 
 
 @pytest.fixture
@@ -33,9 +24,7 @@ def smtp_server():
 
 
 def enqueue_order(session_factory, key: str, to: str) -> int:
-    with session_factory() as session:
-        intent_id = enqueue(session, key=key, to=to, **ORDER).id
-        session.commit()
+    [intent_id] = enqueue_orders(session_factory, [to], prefix=key)
     return intent_id
 
 

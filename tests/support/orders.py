@@ -1,0 +1,25 @@
+"""The order confirmation most tests enqueue, and a one-line way to enqueue it."""
+
+from __future__ import annotations
+
+from console.outbox import enqueue
+
+ORDER = dict(
+    template="order-confirmation",
+    params={
+        "customer_name": "Ada",
+        "order_number": "1",
+        "items": [{"quantity": 1, "name": "Lamp", "price": "9.00"}],
+        "total": "9.00",
+    },
+)
+
+
+def enqueue_orders(session_factory, addresses, prefix: str = "order") -> list[int]:
+    """Enqueue one order confirmation to each address, keyed `prefix:N`; commit; their ids."""
+    ids = []
+    with session_factory() as session:
+        for number, address in enumerate(addresses):
+            ids.append(enqueue(session, key=f"{prefix}:{number}", to=address, **ORDER).id)
+        session.commit()
+    return ids
