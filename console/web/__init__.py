@@ -12,6 +12,9 @@ def init_app(app: Flask) -> None:
     from console.web import audit, auth, dashboard, intents, security, suppressions, users
 
     Htmx(app)
+    from console.web import fragments
+
+    fragments.init_app(app)
     security.init_app(app)
     for feature in (auth, dashboard, intents, suppressions, users, audit):
         feature.init_app(app)
