@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from console.instance_files import default_secret, secret_key_setting
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,10 @@ def _positive_int(name: str, raw: str) -> int:
     if value < 1:
         raise ConfigError(f"{name} must be at least 1, got {value}")
     return value
+
+
+def _hop_count(name: str, raw: str) -> int:
+    return 0 if raw.strip() == "0" else _positive_int(name, raw.strip())
 
 
 def _non_negative_float(name: str, raw: str) -> float:
@@ -199,13 +204,17 @@ class Settings:
     worker_metrics_host: str = "127.0.0.1"
     email_templates_dir: Path | None = None  # the application's own templates, beside ours
     log_level: str = "INFO"
+    trusted_proxies: int = 0  # reverse-proxy hops whose X-Forwarded-* headers are believed
+    session_idle_minutes: float = 60.0
+    session_max_hours: float = 12.0
+    db_lock_timeout_seconds: float = 5.0  # how long a console request waits for a lock
     test_crash_at: str | None = None  # test suite only: see console.worker.crash_points
 
 
 # variable name -> (field, parser)
 _PARSERS = {
     "CONSOLE_DATABASE_URL": ("database_url", _database_url),
-    "CONSOLE_SECRET_KEY": ("secret_key", _string),
+    "CONSOLE_SECRET_KEY": ("secret_key", secret_key_setting),
     "CONSOLE_SMTP_URL": ("smtp_url", _smtp_url),
     "CONSOLE_SMTP_CONNECTIONS": ("smtp_connections", _positive_int),
     "CONSOLE_SMTP_TIMEOUT_SECONDS": ("smtp_timeout_seconds", _positive_float),
@@ -256,20 +265,12 @@ _PARSERS = {
     "CONSOLE_WORKER_METRICS_HOST": ("worker_metrics_host", _string),
     "CONSOLE_EMAIL_TEMPLATES": ("email_templates_dir", _directory),
     "CONSOLE_LOG_LEVEL": ("log_level", _log_level),
+    "CONSOLE_TRUSTED_PROXIES": ("trusted_proxies", _hop_count),
+    "CONSOLE_SESSION_IDLE_MINUTES": ("session_idle_minutes", _positive_float),
+    "CONSOLE_SESSION_MAX_HOURS": ("session_max_hours", _positive_float),
+    "CONSOLE_DATABASE_LOCK_TIMEOUT_SECONDS": ("db_lock_timeout_seconds", _positive_float),
     "CONSOLE_TEST_CRASH_AT": ("test_crash_at", _string),
 }
-
-
-def _persisted_secret(instance_path: Path) -> str:
-    """Read the local secret key from the instance folder, creating it once."""
-    key_file = instance_path / "secret_key"
-    if key_file.exists():
-        return key_file.read_text().strip()
-    instance_path.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_hex(32)
-    key_file.write_text(key + "\n")
-    key_file.chmod(0o600)
-    return key
 
 
 def _read_variables(
@@ -315,14 +316,7 @@ def load_settings(
         instance.mkdir(parents=True, exist_ok=True)
         values["database_url"] = f"sqlite:///{instance / 'console.db'}"
     if "secret_key" not in values:
-        if uses_default_database:
-            values["secret_key"] = _persisted_secret(instance)
-        else:
-            log.warning(
-                "CONSOLE_SECRET_KEY is not set: using a random key for this process only; "
-                "sessions will not survive a restart or be shared between processes"
-            )
-            values["secret_key"] = secrets.token_hex(32)
+        values["secret_key"] = default_secret(instance if uses_default_database else None)
     return _checked(Settings(**values))  # type: ignore[arg-type]
 
 

@@ -20,7 +20,7 @@ from console.store.database import make_engine, make_session_factory
 from tests.support import pgcluster
 
 REQUIRE_POSTGRES = os.environ.get("CONSOLE_TEST_REQUIRE_POSTGRES") == "1"
-TEST_SECRET_KEY = "test-secret-key"
+TEST_SECRET_KEY = "test-secret-key" * 3
 _database_numbers = itertools.count(1)
 
 

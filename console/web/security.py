@@ -33,6 +33,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "frame-ancestors 'none'",
     ]
 )
+HSTS = "max-age=31536000"
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -100,6 +101,8 @@ def _add_security_headers(response):
         response.headers.setdefault(name, value)
     if request.endpoint != "static":
         response.headers.setdefault("Cache-Control", "no-store")
+    if request.is_secure:  # HTTPS here, or at a trusted proxy (CONSOLE_TRUSTED_PROXIES)
+        response.headers.setdefault("Strict-Transport-Security", HSTS)
     return response
 
 

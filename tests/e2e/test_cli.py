@@ -16,7 +16,7 @@ CONSOLE = CONSOLE_BIN
 
 
 def run_console(args, url, tmp_path, stdin=""):
-    env = {**os.environ, "CONSOLE_DATABASE_URL": url, "CONSOLE_SECRET_KEY": "k"}
+    env = {**os.environ, "CONSOLE_DATABASE_URL": url, "CONSOLE_SECRET_KEY": "k" * 32}
     return subprocess.run(
         [CONSOLE, *args],
         input=stdin,

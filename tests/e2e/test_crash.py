@@ -75,7 +75,7 @@ def worker_environment(db_url: str, smtp_url: str, **extra: str) -> dict[str, st
     return {
         **environ,
         "CONSOLE_DATABASE_URL": db_url,
-        "CONSOLE_SECRET_KEY": "test",
+        "CONSOLE_SECRET_KEY": "test" * 8,
         "CONSOLE_SMTP_URL": smtp_url,
         "CONSOLE_LEASE_SECONDS": "1",
         "CONSOLE_POLL_SECONDS": "0.2",

@@ -93,7 +93,7 @@ def console_environment(database_url: str, smtp_url: str, **settings: str) -> di
     return {
         **environ,
         "CONSOLE_DATABASE_URL": database_url,
-        "CONSOLE_SECRET_KEY": "scale-test",
+        "CONSOLE_SECRET_KEY": "scale-test" * 4,
         "CONSOLE_SMTP_URL": smtp_url,
         "CONSOLE_LOG_LEVEL": "WARNING",
         **settings,

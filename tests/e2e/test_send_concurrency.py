@@ -62,7 +62,7 @@ def start_workers(count: int, db_url: str, smtp_url: str, log_dir) -> list[subpr
     environ = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLE_")}
     environ.update(
         CONSOLE_DATABASE_URL=db_url,
-        CONSOLE_SECRET_KEY="test",
+        CONSOLE_SECRET_KEY="test" * 8,
         CONSOLE_SMTP_URL=smtp_url,
         CONSOLE_POLL_SECONDS="0.2",
         CONSOLE_BATCH_SIZE="50",

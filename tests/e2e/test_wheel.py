@@ -71,7 +71,7 @@ class Installed:
             VIRTUAL_ENV=str(self.venv),
             PYTHONNOUSERSITE="1",
             CONSOLE_DATABASE_URL=self.database_url,
-            CONSOLE_SECRET_KEY="wheel-test-secret-key",
+            CONSOLE_SECRET_KEY="wheel-test-secret-key" * 2,
         )
         env.update(extra)
         return env

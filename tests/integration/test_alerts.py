@@ -69,7 +69,7 @@ def webhook():
 def settings_for(tmp_path, **variables):
     environ = {
         "CONSOLE_DATABASE_URL": "sqlite://",
-        "CONSOLE_SECRET_KEY": "k",
+        "CONSOLE_SECRET_KEY": "k" * 32,
         # no worker runs here: pending mail (the alert emails too) only ages when a test says so
         "CONSOLE_ALERT_PENDING_AGE_CRITICAL_SECONDS": "86400",
         "CONSOLE_ALERT_PENDING_AGE_BULK_SECONDS": "86400",

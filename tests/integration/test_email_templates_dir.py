@@ -17,7 +17,7 @@ from console.store.database import make_engine, make_session_factory
 from console.transports.memory import MemoryTransport
 from console.worker import loop
 
-SECRET = "test-secret-key"
+SECRET = "test-secret-key" * 3
 BULK_HOLD = 'current_version = 1\nlane = "bulk"\nambiguity = "hold"\n'
 INVOICE_SETTINGS = 'current_version = 1\nlane = "critical"\nambiguity = "resend"\n'
 INVOICE_PARAMS = {"number": 47, "amount": "12.50"}

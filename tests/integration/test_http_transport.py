@@ -296,7 +296,7 @@ def test_transport_is_chosen_by_settings(tmp_path):
     from console.config import ConfigError, load_settings
     from console.transports.factory import make_transport
 
-    base = {"CONSOLE_DATABASE_URL": f"sqlite:///{tmp_path}/x.db", "CONSOLE_SECRET_KEY": "k"}
+    base = {"CONSOLE_DATABASE_URL": f"sqlite:///{tmp_path}/x.db", "CONSOLE_SECRET_KEY": "k" * 32}
     http_env = {
         **base,
         "CONSOLE_TRANSPORT": "http",

@@ -99,12 +99,12 @@ def test_settings_secrets_cover_smtp_and_database_passwords(tmp_path):
     settings = load_settings(
         {
             "CONSOLE_DATABASE_URL": "postgresql://app:dbpass-77@db.internal/console",
-            "CONSOLE_SECRET_KEY": "session-key-123",
+            "CONSOLE_SECRET_KEY": "session-key-123" * 3,
             "CONSOLE_SMTP_URL": "smtp://mailer:smtp-pass-99@relay.example.com:587",
         },
         instance_path=tmp_path,
     )
-    assert {"dbpass-77", "session-key-123", "smtp-pass-99"} <= set(logs.settings_secrets(settings))
+    assert {"dbpass-77", "session-key-123" * 3, "smtp-pass-99"} <= set(logs.settings_secrets(settings))
 
 
 def test_configure_twice_keeps_one_product_handler(captured):
@@ -131,7 +131,7 @@ def test_the_level_comes_from_the_settings(tmp_path):
 
 SMTP_PASSWORD = "smtp-Pass-Quokka-4417"
 DATABASE_PASSWORD = "db-Pass-Wombat-9911"
-SECRET_KEY = "session-Key-Narwhal-5150"
+SECRET_KEY = "session-Key-Narwhal-5150-of-the-private-sort"
 PRIVATE = dict(
     customer_name="Zanzibar-Customer-Name",
     order_number="ORD-Secret-8841",

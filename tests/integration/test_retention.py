@@ -125,7 +125,7 @@ def test_prune_command_reports_what_it_did(db_url, tmp_path):
         add_intent(session, SUBMITTED, OLD)
         add_intent(session, SUBMITTED, RECENT)
         session.commit()
-    env = {**os.environ, "CONSOLE_DATABASE_URL": db_url, "CONSOLE_SECRET_KEY": "k"}
+    env = {**os.environ, "CONSOLE_DATABASE_URL": db_url, "CONSOLE_SECRET_KEY": "k" * 32}
     result = subprocess.run(
         [CONSOLE_BIN, "prune", "--days", "30", "--batch-size", "10"],
         env=env,
@@ -143,7 +143,7 @@ def test_prune_command_reports_what_it_did(db_url, tmp_path):
 
 
 def test_prune_command_refuses_a_bad_period(sqlite_url, tmp_path):
-    env = {**os.environ, "CONSOLE_DATABASE_URL": sqlite_url, "CONSOLE_SECRET_KEY": "k"}
+    env = {**os.environ, "CONSOLE_DATABASE_URL": sqlite_url, "CONSOLE_SECRET_KEY": "k" * 32}
     result = subprocess.run(
         [CONSOLE_BIN, "prune", "--days", "0"],
         env=env,

@@ -301,7 +301,7 @@ def test_eligibility_checks_load_from_the_configured_module(tmp_path, monkeypatc
     monkeypatch.syspath_prepend(str(tmp_path))
     environ = {
         "CONSOLE_DATABASE_URL": "sqlite://",
-        "CONSOLE_SECRET_KEY": "k",
+        "CONSOLE_SECRET_KEY": "k" * 32,
         "CONSOLE_ELIGIBILITY_MODULE": "shop_checks",
     }
     settings = load_settings(environ, instance_path=tmp_path)
@@ -446,7 +446,7 @@ def test_console_serve_serves_the_console_and_sends_queued_mail(db_url, smtp_ser
     env = {
         **os.environ,
         "CONSOLE_DATABASE_URL": db_url,
-        "CONSOLE_SECRET_KEY": "test",
+        "CONSOLE_SECRET_KEY": "test" * 8,
         "CONSOLE_SMTP_URL": smtp_server.url,
         "CONSOLE_POLL_SECONDS": "0.2",
     }

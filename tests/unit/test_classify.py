@@ -183,7 +183,7 @@ def test_bad_overrides_are_refused_with_the_entry_named(text):
 
 
 def test_overrides_come_from_the_environment(tmp_path):
-    environ = {"CONSOLE_DATABASE_URL": "sqlite://", "CONSOLE_SECRET_KEY": "k"}
+    environ = {"CONSOLE_DATABASE_URL": "sqlite://", "CONSOLE_SECRET_KEY": "k" * 32}
     good = load_settings(
         {**environ, "CONSOLE_CLASSIFY_OVERRIDES": "552=transient"}, instance_path=tmp_path
     )

@@ -36,7 +36,7 @@ def test_defaults_use_sqlite_and_a_persisted_secret_in_the_instance_folder(tmp_p
 def test_explicit_database_does_not_create_the_instance_folder(tmp_path):
     instance = tmp_path / "instance"
     settings = load_settings(
-        {"CONSOLE_DATABASE_URL": "postgresql://u@h/db", "CONSOLE_SECRET_KEY": "s"},
+        {"CONSOLE_DATABASE_URL": "postgresql://u@h/db", "CONSOLE_SECRET_KEY": "s" * 32},
         instance_path=instance,
     )
     assert settings.database_url == "postgresql+psycopg://u@h/db"
