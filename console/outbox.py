@@ -24,6 +24,7 @@ from console.mail import catalog as mail_catalog
 from console.mail.catalog import TemplateCatalog
 from console.mail.template_settings import TemplateError
 from console.models import Intent, utcnow
+from console.store import suppression_lookup
 from console.store.intent_insert import insert_intent_once
 from console.store.intent_lookup import intent_by_key
 from console.store.supersede import cancel_unsent
@@ -63,6 +64,7 @@ def configure(settings: Settings) -> None:
     enqueue reads the settings from the environment the same way.
     """
     global _options
+    suppression_lookup.use_address_key(settings.secret_key)  # a forgotten address stays suppressed
     catalog = mail_catalog.configure(settings)
     _options = OutboxOptions(settings.message_id_domain, settings.max_params_bytes, catalog)
 

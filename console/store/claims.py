@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 from console.core.lifecycle import Decision
 from console.models import Suppression
 from console.store import send_statements as s
+from console.store import suppression_lookup
 from console.store.state_tables import DomainDeferral
 from console.vocabulary import CLAIMED, LANES, PENDING, SENDING
 
@@ -119,10 +120,11 @@ def _mark_due_sending(
 
 
 def suppressed_among(session: Session, recipients: set[str]) -> set[str]:
-    """Return those of `recipients` (lowercase) on the suppression list."""
+    """Return those of `recipients` (lowercase) on the suppression list, as such or hashed."""
     table = Suppression.__table__
-    query = select(table.c.recipient).where(table.c.recipient.in_(recipients))
-    return set(session.connection().execute(query).scalars())
+    forms = {form: r for r in recipients for form in suppression_lookup.recipient_forms(r)}
+    query = select(table.c.recipient).where(table.c.recipient.in_(forms))
+    return {forms[found] for found in session.connection().execute(query).scalars()}
 
 
 def close_unsent(

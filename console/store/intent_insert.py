@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, make_transient_to_detached
 from sqlalchemy.sql import Executable
 
 from console.models import Intent, Suppression
+from console.store.suppression_lookup import recipient_forms
 from console.vocabulary import PENDING, SUPPRESSED
 
 NOTIFY_CHANNEL = "console_outbox"  # PostgreSQL LISTEN/NOTIFY channel of due mail
@@ -35,7 +36,8 @@ def _statement(dialect: str) -> Executable:
     else:
         from sqlalchemy.dialects.sqlite import insert
     table = Intent.__table__
-    suppressed = exists().where(Suppression.recipient == bindparam("recipient_lower"))
+    forms = [bindparam("recipient_lower"), bindparam("recipient_hash")]  # hash: a forgotten one
+    suppressed = exists().where(Suppression.recipient.in_(forms))
     values = [bindparam(name, type_=table.c[name].type) for name in INSERTED_COLUMNS]
     status = case((suppressed, literal(SUPPRESSED)), else_=literal(PENDING))
     reason = case((suppressed, literal(SUPPRESSED_REASON)), else_=null())
@@ -61,7 +63,8 @@ def insert_intent_once(session: Session, values: dict[str, Any]) -> Intent | Non
     it; if that one commits, nothing is inserted and None is returned.
     """
     statement = _statement(session.get_bind().dialect.name)
-    parameters = {**values, "recipient_lower": values["recipient"].lower()}
+    forms = recipient_forms(values["recipient"])
+    parameters = {**values, "recipient_lower": forms[0], "recipient_hash": forms[-1]}
     row = session.execute(statement, parameters).first()
     if row is None:
         return None
