@@ -142,17 +142,21 @@ def create_user_command(name: str, role: str, password_stdin: bool) -> None:
 @click.option("--batch-size", type=click.IntRange(min=1), help="Rows per transaction.")
 @with_appcontext
 def prune_command(days: float | None, batch_size: int | None) -> None:
-    """Scrub params and trim replies/payloads of finished mail past the retention period."""
+    """Scrub finished mail past the retention period; delete it past the deletion horizon."""
     settings = _settings()
     report = prune(
         lambda: Session(db.engine),
         retention_days=days or settings.retention_days,
         batch_size=batch_size or settings.retention_batch_size,
+        delete_days=settings.retention_delete_days,
+        address_key=settings.secret_key,
     )
     click.echo(
         f"scrubbed {report.intents_scrubbed} intents, trimmed {report.attempts_trimmed} "
-        f"attempt replies and {report.events_trimmed} event payloads "
-        f"in {report.batches} batches"
+        f"attempt replies and {report.events_trimmed} event payloads; "
+        f"deleted {report.intents_deleted} intents and {report.events_deleted} unmatched "
+        f"events; cleared {report.suppression_notes_cleared} suppression notes; hashed "
+        f"{report.audit_targets_hashed} audit targets; in {report.batches} batches"
     )
 
 

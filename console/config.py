@@ -185,6 +185,7 @@ class Settings:
     health_max_tick_age_seconds: float = 60.0
     retention_days: float = 30.0
     retention_batch_size: int = 1000
+    retention_delete_days: float = 180.0  # finished mail deleted after this; 0: never
     alert_webhook_url: str | None = None
     alert_email: str | None = None
     alert_interval_seconds: float = 30.0
@@ -243,6 +244,7 @@ _PARSERS = {
     "CONSOLE_HEALTH_MAX_TICK_AGE_SECONDS": ("health_max_tick_age_seconds", _positive_float),
     "CONSOLE_RETENTION_DAYS": ("retention_days", _positive_float),
     "CONSOLE_RETENTION_BATCH_SIZE": ("retention_batch_size", _positive_int),
+    "CONSOLE_RETENTION_DELETE_DAYS": ("retention_delete_days", _non_negative_float),
     "CONSOLE_ALERT_WEBHOOK_URL": ("alert_webhook_url", _http_url),
     "CONSOLE_ALERT_EMAIL": ("alert_email", _mailbox),
     "CONSOLE_ALERT_INTERVAL_SECONDS": ("alert_interval_seconds", _positive_float),

@@ -74,6 +74,8 @@ class OpsJobs:
                 self.session_factory,
                 retention_days=self.settings.retention_days,
                 batch_size=self.settings.retention_batch_size,
+                delete_days=self.settings.retention_delete_days,
+                address_key=self.settings.secret_key,
             )
         except Exception:  # noqa: BLE001 - logged; tomorrow's pass tries again
             log.exception("retention pass failed", extra={"stage": "retention"})

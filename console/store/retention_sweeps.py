@@ -1,4 +1,5 @@
-"""Retention's writes: scrub finished intents and trim old provider events, a batch at a time.
+"""Retention's writes: scrub finished intents, trim old provider events, clear old suppression
+notes, a batch at a time (deletions are in ``retention_deletes``).
 
 Each batch is found through a partial index that holds only rows still to do
 and, on PostgreSQL, skips rows another process holds. Each batch function takes
@@ -13,14 +14,15 @@ from collections.abc import Callable
 from sqlalchemy import Select, null, select, update
 from sqlalchemy.orm import Session
 
-from console.models import Attempt, Intent, ProviderEvent
+from console.models import Attempt, Intent, ProviderEvent, Suppression
 from console.store.sql import dialect_of
 from console.vocabulary import TERMINAL_STATUSES
 
 SessionFactory = Callable[[], Session]
 
 
-def _skip_locked(statement: Select, session: Session) -> Select:
+def skip_locked(statement: Select, session: Session) -> Select:
+    """On PostgreSQL, lock the rows `statement` selects, skipping those another process holds."""
     if dialect_of(session) == "postgresql":
         return statement.with_for_update(skip_locked=True)
     return statement
@@ -52,7 +54,7 @@ def _scrub_batch(
         .order_by(Intent.created_at)
         .limit(batch_size)
     )
-    ids = session.execute(_skip_locked(candidates, session)).scalars().all()
+    ids = session.execute(skip_locked(candidates, session)).scalars().all()
     if not ids:
         return 0, 0
     scrubbed = _scrub_params(session, ids, now)
@@ -94,8 +96,28 @@ def _trim_batch(session: Session, cutoff: dt.datetime, batch_size: int) -> int:
         .order_by(ProviderEvent.received_at)
         .limit(batch_size)
     )
-    ids = session.execute(_skip_locked(candidates, session)).scalars().all()
+    ids = session.execute(skip_locked(candidates, session)).scalars().all()
     if not ids:
         return 0
     session.execute(update(ProviderEvent).where(ProviderEvent.id.in_(ids)).values(payload=null()))
     return len(ids)
+
+
+def clear_suppression_notes_batch(
+    session_factory: SessionFactory, cutoff: dt.datetime, batch_size: int
+) -> int:
+    """Clear the free-text note of up to `batch_size` suppressions made before `cutoff`; commits.
+
+    The suppression itself stays: it is what keeps mail from going out.
+    """
+    with session_factory() as session, session.begin():
+        candidates = (
+            select(Suppression.id)
+            .where(Suppression.note.is_not(None), Suppression.created_at < cutoff)
+            .order_by(Suppression.id)
+            .limit(batch_size)
+        )
+        ids = session.execute(skip_locked(candidates, session)).scalars().all()
+        if ids:
+            session.execute(update(Suppression).where(Suppression.id.in_(ids)).values(note=null()))
+        return len(ids)
