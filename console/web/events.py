@@ -1,9 +1,10 @@
-"""Provider events in the console: the events still waiting for their intent, and one event."""
+"""Provider events in the console: the feed of every event, with filters, and one event."""
 
 from __future__ import annotations
 
 from flask import Blueprint, Flask, abort, render_template, request
 
+from console.store import event_feed
 from console.store import event_pages as event_store
 from console.vocabulary import OPERATOR, VIEWER
 from console.web.auth import has_role, role_required
@@ -12,15 +13,50 @@ from console.web.extensions import db
 bp = Blueprint("events", __name__, url_prefix="/events")
 
 
+@bp.get("")
+@role_required(VIEWER)
+def index():
+    """List every provider event newest first, filtered by type, source, recipient and match."""
+    return _render_feed(request.args)
+
+
 @bp.get("/unmatched")
 @role_required(VIEWER)
 def unmatched():
-    """List events whose message is not known yet, newest first."""
-    raw_before = request.args.get("before", "")
-    before = int(raw_before) if raw_before.isdigit() else None
-    page = event_store.unmatched_events_page(db.session, before=before)
-    total = event_store.count_unmatched_events(db.session)
-    return render_template("events/unmatched.html", page=page, total=total)
+    """The feed filtered to the events whose message is not known yet."""
+    return _render_feed({**request.args, "match": event_feed.UNMATCHED})
+
+
+def _render_feed(args):
+    error = None
+    try:
+        filters = event_feed.EventFilters.from_args(args)
+    except event_feed.InvalidEventFilter as exc:
+        error = f"Filter not applied: {exc}."
+        filters = event_feed.EventFilters()
+    raw_before = args.get("before", "")
+    before = int(raw_before) if raw_before.isdigit() and len(raw_before) < 19 else None
+    page = event_feed.events_page(db.session, filters, before=before)
+    context = dict(
+        filters=filters,
+        page=page,
+        error=error,
+        first_page=before is None,
+        types=_with_current(event_feed.EVENT_TYPES, filters.type),
+        sources=_with_current(event_feed.EVENT_SOURCES, filters.source),
+        match_states=event_feed.MATCH_STATES,
+        unmatched_total=None,
+    )
+    if filters.match == event_feed.UNMATCHED:
+        context["unmatched_total"] = event_feed.count_unmatched(db.session)
+    if request.htmx and not error:
+        return render_template("events/_rows.html", **context)
+    return render_template("events/index.html", **context), 400 if error else 200
+
+
+def _with_current(known: tuple[str, ...], current: str | None) -> tuple[str, ...]:
+    """The known names for a filter menu, and the one asked for when it is another."""
+    return known if current is None or current in known else (*known, current)
 
 
 @bp.get("/<int:event_id>")

@@ -154,6 +154,9 @@ def test_operator_follows_a_bounce_from_suppression_to_intent(live_console):
             assert page.url.endswith(f"/intents/{intent_id}")
             assert "Provider: bounced (permanent)" in page.inner_text("#timeline")
             page.click("nav >> text=Events")
+            assert "bounced (permanent)" in page.inner_text("#event-table")
+            page.click("#event-filters a:has-text('Unmatched only')")
+            page.wait_for_url(f"{base_url}/events?match=unmatched")
             assert "No event is waiting" in page.inner_text("main")
         finally:
             browser.close()

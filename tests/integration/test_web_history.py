@@ -6,7 +6,7 @@ import pytest
 
 FRAGMENT = {"HX-Request": "true"}
 RESTORE = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
-LIVE_PAGES = ["/", "/intents?q=order:1", "/suppressions?q=a"]
+LIVE_PAGES = ["/", "/intents?q=order:1", "/suppressions?q=a", "/events?type=bounced"]
 
 
 @pytest.mark.parametrize("path", LIVE_PAGES)
@@ -18,7 +18,7 @@ def test_history_restore_gets_the_full_page(console_client, path):
     assert "HX-Request" in restored.headers.get("Vary", "")
 
 
-@pytest.mark.parametrize("path", ["/", "/intents?q=order:1", "/suppressions?q=a"])
+@pytest.mark.parametrize("path", LIVE_PAGES)
 def test_an_htmx_request_gets_the_fragment_and_says_it_varies(console_client, path):
     client = console_client("operator")
     fragment = client.get(path, headers=FRAGMENT)

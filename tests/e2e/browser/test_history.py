@@ -77,3 +77,38 @@ def test_back_on_the_suppression_list_restores_the_whole_page(live_console, cons
     expect(page.locator("#add-suppression")).to_be_visible()
     page.go_forward()
     expect_whole_page(page, "#suppression-q", "history.two")
+
+
+def test_event_feed_filters_live_and_back_restores_the_whole_page(live_console, console_page):
+    from console.events import ReportedEvent
+    from console.store.events import record_events
+
+    with live_console.app.app_context():
+        for number, kind in enumerate(("delivered", "bounced", "complained")):
+            event = ReportedEvent(
+                source="webhook",
+                source_event_id=f"history-{number}",
+                event_type=kind,
+                recipient=f"{kind}@example.com",
+                provider_message_id=f"history-{number}",
+                bounce_type="permanent" if kind == "bounced" else None,
+            )
+            record_events(db.session, [event])
+        db.session.commit()
+    page = console_page
+    log_in(page, live_console, "vic")
+    page.click("nav >> text=Events")
+    expect(page.locator("#event-table")).to_contain_text("complained@example.com")
+    page.select_option("#event-filters select[name=type]", "bounced")
+    expect(page).to_have_url(re.compile(r"/events\?type=bounced"))
+    expect(page.locator("#event-table")).not_to_contain_text("complained@example.com")
+    page.fill("#event-recipient", "bounced@example.com")
+    expect(page).to_have_url(re.compile(r"recipient=bounced%40example.com"))
+    expect(page.locator("#event-table")).to_contain_text("bounced@example.com")
+
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/events\?type=bounced&source=&recipient=&match=$"))
+    expect(page.locator("nav[aria-label=Main]")).to_be_visible()
+    expect(page.locator("#event-filters select[name=type]")).to_have_value("bounced")
+    expect(page.locator("#event-recipient")).to_have_value("")
+    expect(page.locator("#event-table")).to_contain_text("bounced@example.com")
