@@ -24,6 +24,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from console.events import SET_UP_EVENTS
 from console.store.columns import ID, Base, UTCDateTime, check_in, partial_index
 from console.vocabulary import BULK, LANES, PENDING, ROLES, STATUSES
 
@@ -70,6 +71,11 @@ class Intent(Base):
     bounce_type: Mapped[str | None] = mapped_column(String(20))
     bounce_diagnostic: Mapped[str | None] = mapped_column(Text)
     complained_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    delayed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)  # first delay reported
+    delay_reason: Mapped[str | None] = mapped_column(Text)
+    # the provider will never send it (SES Reject, Rendering Failure, account suppression...)
+    rejected_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    reject_reason: Mapped[str | None] = mapped_column(Text)  # kept by retention
     params_scrubbed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
@@ -136,6 +142,7 @@ class ProviderEvent(Base):
     source_event_id: Mapped[str] = mapped_column(String(255))
     event_type: Mapped[str] = mapped_column(String(30))
     bounce_type: Mapped[str | None] = mapped_column(String(20))
+    subtype: Mapped[str | None] = mapped_column(String(50))  # bounce subtype, feedback type...
     recipient: Mapped[str | None] = mapped_column(String(320))
     diagnostic: Mapped[str | None] = mapped_column(Text)
     provider_message_id: Mapped[str | None] = mapped_column(String(255))
@@ -246,6 +253,13 @@ partial_index(
     "ix_provider_event_untrimmed",
     ProviderEvent.received_at,
     where=ProviderEvent.payload.is_not(None),
+)
+# Reports about an endpoint's set-up only (events.SET_UP_EVENTS), for their alerts.
+partial_index(
+    "ix_provider_event_set_up",
+    ProviderEvent.event_type,
+    ProviderEvent.received_at,
+    where=ProviderEvent.event_type.in_(SET_UP_EVENTS),
 )
 # Bounced and complained intents only, for the dashboard's sender rates.
 partial_index(

@@ -1,8 +1,15 @@
 """Provider events: what a provider reports after it accepted a message.
 
 Parsing, verification and the matching rule live here (``sns``, ``ses``,
-``webhook``, ``matching``) and do no
-database work; recording and correlation live in ``console.store.events``.
+``webhook``, the native providers ``resend``, ``postmark``, ``mailgun`` and
+``sendgrid``, ``matching``) and do no database work; recording and correlation
+live in ``console.store.events``.
+
+Every provider's report becomes one of the same facts: ``accepted`` (the
+provider took the message), ``delivered``, ``delayed`` (still trying),
+``bounced`` (permanent, transient or undetermined), ``complained``,
+``not_spam`` and ``rejected`` (the provider will never send it). Any other kind
+is stored under its own name and applies nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +21,16 @@ from typing import Any
 DELIVERED = "delivered"
 BOUNCED = "bounced"
 COMPLAINED = "complained"
-ACCEPTANCE_EVENTS = (DELIVERED, BOUNCED, COMPLAINED)  # each proves the provider took the message
+ACCEPTED = "accepted"  # the provider took the message and will try to deliver it
+DELAYED = "delayed"  # delivery failed for now; the provider tries again
+NOT_SPAM = "not_spam"  # a feedback report that the message is not spam: never suppresses
+REJECTED = "rejected"  # the provider took the request but will never send the message
+# each proves the provider took the message, so an ambiguous send was accepted
+ACCEPTANCE_EVENTS = (DELIVERED, BOUNCED, COMPLAINED, ACCEPTED, DELAYED, NOT_SPAM)
+# reports about an endpoint's set-up, never about a message: stored, never matched
+TOPIC_UNSUBSCRIBED = "topic_unsubscribed"
+INBOUND_MAIL = "inbound_mail"
+SET_UP_EVENTS = (TOPIC_UNSUBSCRIBED, INBOUND_MAIL)
 
 PERMANENT = "permanent"
 TRANSIENT = "transient"
@@ -46,6 +62,9 @@ class ReportedEvent:
     message_id: str | None = None  # the Message-ID header, with angle brackets
     occurred_at: dt.datetime | None = None
     payload: dict[str, Any] | None = None
+    subtype: str | None = None  # the provider's own finer kind: bounce subtype, feedback type...
+    suppress_as: str | None = None  # a suppression reason beyond bounce/complaint ("ses-account")
+    never_matched: str | None = None  # why a set-up report is about no message
 
     @property
     def suppresses_recipient(self) -> bool:
@@ -53,7 +72,14 @@ class ReportedEvent:
         if self.recipient is None:
             return False
         permanent_bounce = self.event_type == BOUNCED and self.bounce_type == PERMANENT
-        return permanent_bounce or self.event_type == COMPLAINED
+        return permanent_bounce or self.event_type == COMPLAINED or self.suppress_as is not None
+
+    @property
+    def suppression_reason(self) -> str:
+        """The reason its suppression entry gives: complaint, bounce, or `suppress_as`."""
+        if self.suppress_as is not None:
+            return self.suppress_as
+        return "complaint" if self.event_type == COMPLAINED else "bounce"
 
 
 def normalize_message_id(value: Any) -> str | None:
@@ -64,6 +90,22 @@ def normalize_message_id(value: Any) -> str | None:
     if not value.startswith("<"):
         value = f"<{value}>"
     return value
+
+
+def single_address(values: Any) -> str | None:
+    """The one address of a list that holds exactly one, else None."""
+    if isinstance(values, str):
+        values = [values]
+    if not isinstance(values, list) or len(values) != 1 or not isinstance(values[0], str):
+        return None
+    return values[0].strip() or None
+
+
+def clip(value: Any, limit: int) -> str | None:
+    """A non-empty string cut to `limit` characters, else None."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return value.strip()[:limit]
 
 
 def parse_timestamp(value: Any) -> dt.datetime | None:
@@ -77,3 +119,13 @@ def parse_timestamp(value: Any) -> dt.datetime | None:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=dt.UTC)
     return parsed.astimezone(dt.UTC)
+
+
+def parse_epoch(value: Any) -> dt.datetime | None:
+    """Read Unix seconds (a number or its text) as an aware UTC datetime; None when unreadable."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return dt.datetime.fromtimestamp(float(value), dt.UTC)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None

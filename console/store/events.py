@@ -12,14 +12,14 @@ webhook acknowledges only once the whole effect of its events is durable.
   that matches no intent, or several, stays unmatched (``intent_id`` and
   ``matched_at`` NULL, the reason in ``unmatched_reason``) until
   ``match_unmatched_events`` finds exactly one by the same rule.
-- Facts are separate columns, each written once: ``delivered_at``,
-  ``bounced_at`` with type and diagnostic (a permanent bounce replaces an
-  earlier transient one), ``complained_at``. A late delivery never clears a
-  complaint.
 - A permanent bounce or a complaint puts the recipient on the suppression list,
-  naming the event; a transient or undetermined bounce does not.
-- A delivery, bounce or complaint proves the provider accepted the message, so
-  an ``ambiguous`` intent becomes ``submitted``.
+  naming the event; a transient or undetermined bounce does not. So does an
+  event that says the provider keeps the address on its own list
+  (``ReportedEvent.suppress_as``, e.g. ``ses-account``).
+- What a matched event does to its intent (facts, ambiguous → submitted, never
+  sent → failed) is ``console.store.event_facts``.
+- A report about an endpoint's set-up (``ReportedEvent.never_matched``) is
+  stored with that reason and never matched.
 
 The queries of the console's event pages are in ``console.store.event_pages``.
 """
@@ -34,24 +34,15 @@ from typing import Any
 from sqlalchemy import Select, func, or_, select, union, update
 from sqlalchemy.orm import Session
 
-from console.events import (
-    ACCEPTANCE_EVENTS,
-    BOUNCED,
-    COMPLAINED,
-    DELIVERED,
-    PERMANENT,
-    ReportedEvent,
-)
+from console.events import ReportedEvent
 from console.events.matching import Candidate, choose
-from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppression, utcnow
-from console.vocabulary import AMBIGUOUS, SUBMITTED
+from console.models import Attempt, Intent, ProviderEvent, Suppression, utcnow
+from console.store.event_facts import EVENT_ACTOR_PREFIX, link_and_apply
 
 log = logging.getLogger(__name__)
 
 MATCH_BATCH_SIZE = 500
 CANDIDATES_LOOKED_AT = 50  # intents sharing one provider id: enough to tell or to say why
-EVENT_ACTOR_PREFIX = "provider-event"
-RESOLVED_ACTION = "resolved_by_provider_event"
 
 
 @dataclasses.dataclass
@@ -88,6 +79,9 @@ def record_events(
         summary.inserted += 1
         if event.suppresses_recipient:
             _suppress(session, event, row_id, now)
+        if event.never_matched:
+            _keep_unmatched(session, row_id, event.never_matched)
+            continue
         summary.matched += _match_new_event(session, row_id, event, now)
     return summary
 
@@ -102,6 +96,7 @@ def _insert_once(session: Session, event: ReportedEvent, now: dt.datetime) -> in
             source_event_id=event.source_event_id,
             event_type=event.event_type,
             bounce_type=event.bounce_type,
+            subtype=_clip(event.subtype, 50),
             recipient=event.recipient[:320] if event.recipient else None,
             diagnostic=event.diagnostic,
             provider_message_id=_clip(event.provider_message_id),
@@ -124,7 +119,7 @@ def _suppress(session: Session, event: ReportedEvent, event_row_id: int, now: dt
     """Upsert the recipient's suppression; a complaint outranks an earlier bounce."""
     assert event.recipient is not None
     recipient = event.recipient.lower()[:320]
-    reason = "complaint" if event.event_type == COMPLAINED else "bounce"
+    reason = event.suppression_reason
     insert = _dialect_insert(session)
     session.execute(
         insert(Suppression)
@@ -157,7 +152,7 @@ def _match_new_event(session: Session, row_id: int, event: ReportedEvent, now: d
         _keep_unmatched(session, row_id, chosen)
         log.info("provider event unmatched", extra={"status": "unmatched"})
         return 0
-    return int(_link_and_apply(session, row_id, chosen.intent_id, chosen.attempt_id, now))
+    return int(link_and_apply(session, row_id, chosen.intent_id, chosen.attempt_id, now))
 
 
 def _choose_intent(
@@ -311,90 +306,7 @@ def match_unmatched_events(
         if isinstance(chosen, str):
             _keep_unmatched(session, event_id, chosen)
             continue
-        matched += _link_and_apply(session, event_id, chosen.intent_id, chosen.attempt_id, now)
+        matched += link_and_apply(session, event_id, chosen.intent_id, chosen.attempt_id, now)
     if matched:
         log.info("matched waiting provider events", extra={"count": matched})
     return matched
-
-
-def _link_and_apply(
-    session: Session, event_id: int, intent_id: int, attempt_id: int | None, now: dt.datetime
-) -> bool:
-    """Link an unmatched event to its intent and apply its fact; False if already linked."""
-    linked = session.execute(
-        update(ProviderEvent)
-        .where(ProviderEvent.id == event_id, ProviderEvent.matched_at.is_(None))
-        .values(intent_id=intent_id, attempt_id=attempt_id, matched_at=now, unmatched_reason=None)
-    )
-    if linked.rowcount != 1:
-        return False
-    event = session.get(ProviderEvent, event_id, populate_existing=True)
-    intent = session.get(Intent, intent_id, populate_existing=True)
-    assert event is not None and intent is not None
-    _learn_provider_message_id(session, intent, event)
-    _apply_fact(session, intent_id, event, now)  # matching ensured it is this recipient's
-    if event.event_type in ACCEPTANCE_EVENTS:
-        _resolve_ambiguous(session, intent, event, now)
-    return True
-
-
-def _learn_provider_message_id(session: Session, intent: Intent, event: ProviderEvent) -> None:
-    """An intent matched by Message-ID learns the provider's id for the events to come."""
-    if intent.provider_message_id is None and event.provider_message_id:
-        session.execute(
-            update(Intent)
-            .where(Intent.id == intent.id, Intent.provider_message_id.is_(None))
-            .values(provider_message_id=event.provider_message_id)
-        )
-
-
-def _apply_fact(session: Session, intent_id: int, event: ProviderEvent, now: dt.datetime) -> None:
-    """Write the event's fact to its own column, never undoing another fact."""
-    happened_at = event.occurred_at or now
-    this_intent = Intent.id == intent_id
-    if event.event_type == DELIVERED:
-        condition, values = Intent.delivered_at.is_(None), {"delivered_at": happened_at}
-    elif event.event_type == COMPLAINED:
-        condition, values = Intent.complained_at.is_(None), {"complained_at": happened_at}
-    elif event.event_type == BOUNCED:
-        condition = Intent.bounced_at.is_(None)
-        if event.bounce_type == PERMANENT:  # a permanent bounce outranks a transient one
-            condition = or_(condition, Intent.bounce_type != PERMANENT)
-        values = {
-            "bounced_at": happened_at,
-            "bounce_type": event.bounce_type,
-            "bounce_diagnostic": event.diagnostic,
-        }
-    else:
-        return
-    session.execute(update(Intent).where(this_intent, condition).values(**values))
-
-
-def _resolve_ambiguous(
-    session: Session, intent: Intent, event: ProviderEvent, now: dt.datetime
-) -> None:
-    """Move an ambiguous intent to submitted: the provider has reported on its message."""
-    reason = f"accepted: provider event {event.id} ({event.source} {event.event_type})"
-    resolved = session.execute(
-        update(Intent)
-        .where(Intent.id == intent.id, Intent.status == AMBIGUOUS)
-        .values(status=SUBMITTED, status_reason=reason, submitted_at=now, updated_at=now)
-    )
-    if resolved.rowcount != 1:
-        return
-    session.add(
-        AuditEntry(
-            actor=f"{EVENT_ACTOR_PREFIX}:{event.source}",
-            action=RESOLVED_ACTION,
-            intent_id=intent.id,
-            reason=reason,
-            before_status=AMBIGUOUS,
-            after_status=SUBMITTED,
-            details={"provider_event_id": event.id},
-            created_at=now,
-        )
-    )
-    log.info(
-        "ambiguous intent resolved by a provider event",
-        extra={"intent_id": intent.id, "status": SUBMITTED, "decision": "resolved"},
-    )

@@ -12,7 +12,7 @@ import time
 
 from flask import Blueprint, current_app, jsonify, request
 
-from console.events import EventRejected, ses, sns, webhook
+from console.events import EventRejected, ReportedEvent, ses, sns, webhook
 from console.store.events import record_events
 from console.web.extensions import current_settings, db
 from console.web.security import csrf_exempt
@@ -51,9 +51,15 @@ def receive_sns():
         log.info("SNS subscription confirmed", extra={"target": message["TopicArn"]})
         return jsonify(status="confirmed"), 200
     if kind == sns.UNSUBSCRIBE_CONFIRMATION:
-        log.warning("SNS unsubscribe confirmation received", extra={"target": message["TopicArn"]})
-        return jsonify(status="ignored"), 200
-    events = ses.parse_notification(message["MessageId"], message["Message"])
+        log.error("SNS topic unsubscribed this endpoint", extra={"target": message["TopicArn"]})
+        return _record([ses.topic_unsubscribed(message)])
+    return _record(
+        ses.parse_notification(message["MessageId"], message["Message"], message.get("Timestamp"))
+    )
+
+
+def _record(events: list[ReportedEvent]):
+    """Record verified events and answer 200 once they are committed."""
     summary = record_events(db.session, events)
     db.session.commit()
     return jsonify(status="recorded", **summary.as_dict()), 200

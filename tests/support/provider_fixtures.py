@@ -77,7 +77,13 @@ class SnsSigner:
         }
 
     def notification(
-        self, ses_message: Any, *, message_id: str | None = None, topic: str = TOPIC_ARN, **signing
+        self,
+        ses_message: Any,
+        *,
+        message_id: str | None = None,
+        topic: str = TOPIC_ARN,
+        timestamp: str = "2025-01-31T12:00:00.000Z",
+        **signing,
     ) -> dict[str, Any]:
         """A signed SNS Notification carrying `ses_message` (JSON-encoded unless a string)."""
         body = ses_message if isinstance(ses_message, str) else json.dumps(ses_message)
@@ -86,7 +92,7 @@ class SnsSigner:
             "MessageId": message_id or str(uuid.uuid4()),
             "TopicArn": topic,
             "Message": body,
-            "Timestamp": "2025-01-31T12:00:00.000Z",
+            "Timestamp": timestamp,
             "UnsubscribeURL": "https://sns.eu-west-1.amazonaws.com/?Action=Unsubscribe",
         }
         return self.sign(message, **signing)
