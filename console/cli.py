@@ -1,7 +1,7 @@
 """The ``console`` command: a Flask CLI group around the app factory, and its commands.
 
 ``serve`` (web console with the embedded worker), ``worker`` (the send loop
-alone), ``db`` (Flask-Migrate), ``user create``, ``prune`` and ``demo``. Each
+alone), ``db`` (Flask-Migrate), ``user create``, ``prune``, ``forget`` and ``demo``. Each
 command reads the settings the app was built with and hands them on: nothing
 below this module reaches for Flask's ``current_app``.
 """
@@ -93,7 +93,9 @@ def serve_command(host: str, port: int) -> None:
     app.extensions[SCHEDULER_EXTENSION] = embedded  # read by /healthz
     listener = pg_wakeup.listener_for(settings.database_url)  # wakes `embedded` via wakeup
     jobs = start_ops_jobs(settings)
-    server = waitress.create_server(app, host=host, port=port)
+    # waitress drops X-Forwarded-* unless told; the app's ProxyFix believes CONSOLE_TRUSTED_PROXIES hops
+    keep_forwarded = {"clear_untrusted_proxy_headers": False} if settings.trusted_proxies else {}
+    server = waitress.create_server(app, host=host, port=port, **keep_forwarded)
 
     signal.signal(signal.SIGTERM, _interrupt)
     click.echo(f"console on http://{host}:{server.effective_port} (embedded worker running)")
@@ -158,6 +160,30 @@ def prune_command(days: float | None, batch_size: int | None) -> None:
         f"events; cleared {report.suppression_notes_cleared} suppression notes; hashed "
         f"{report.audit_targets_hashed} audit targets; in {report.batches} batches"
     )
+
+
+@main.command("forget")
+@click.argument("address")
+@click.option("--reason", required=True, help="Why (e.g. the request's reference); audited.")
+@click.option("--cancel", is_flag=True, help="Cancel the address's unsent mail first.")
+@with_appcontext
+def forget_command(address: str, reason: str, cancel: bool) -> None:
+    """Erase ADDRESS from every table (an erasure request); a suppression stays as its hash."""
+    import getpass
+
+    from console.store import erasure
+    from console.store.actions import ActionRefused
+
+    try:
+        report = erasure.forget(
+            db.session, address, actor=f"cli:{getpass.getuser()}", reason=reason,
+            secret_key=_settings().secret_key, cancel=cancel,
+        )  # fmt: skip
+        db.session.commit()
+    except ActionRefused as exc:
+        db.session.rollback()
+        raise click.ClickException(str(exc)) from None
+    click.echo(erasure.summary(report))
 
 
 def _register_demo() -> None:
