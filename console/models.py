@@ -201,6 +201,8 @@ class OperatorUser(Base):
     active: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     last_login_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    # kept in each login session; raised to end every session of the user (logout, new password)
+    session_generation: Mapped[int] = mapped_column(Integer, server_default=text("0"))
 
     __table_args__ = (CheckConstraint(check_in("role", ROLES), name="role"),)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import unicodedata
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -14,6 +15,16 @@ from console.store.audit import audit_values, write_audit
 from console.vocabulary import ROLES
 
 MIN_PASSWORD_LENGTH = 8
+
+
+def normalize_username(raw: str) -> str:
+    """The username as typed, NFKC-normalised (full-width letters become ASCII) and stripped."""
+    return unicodedata.normalize("NFKC", raw).strip()
+
+
+def username_key(raw: str) -> str:
+    """The case-insensitive form of a username: what two accounts may not share."""
+    return normalize_username(raw).casefold()
 
 
 class UserError(ValueError):

@@ -1,5 +1,5 @@
-"""The tables of the product's own running state: worker heartbeats, alerts, lane breakers and
-domain deferrals. Not part of the application's contract (DESIGN §9): only the worker, the
+"""The tables of the product's own running state: worker heartbeats, alerts, lane breakers,
+domain deferrals and failed logins. Not part of the application's contract (DESIGN §9): only the worker, the
 console and its jobs read and write them.
 """
 
@@ -69,3 +69,16 @@ class LaneBreaker(Base):
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (CheckConstraint(check_in("state", BREAKER_STATES), name="state"),)
+
+
+class LoginFailureCount(Base):
+    """Failed logins of one (username, client address) pair, or of one address (username "")."""
+
+    __tablename__ = "login_failure_count"
+
+    username: Mapped[str] = mapped_column(String(100), primary_key=True)  # normalised; "": all
+    address: Mapped[str] = mapped_column(String(64), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer)
+    first_failure_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)  # of the current count
+    last_failure_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, index=True)
+    retry_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)  # no login tried before

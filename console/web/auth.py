@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,7 +26,7 @@ from console.models import OperatorUser, utcnow
 from console.store import accounts
 from console.store.accounts import verify_password
 from console.web.extensions import db, login_manager
-from console.web.security import login_throttle
+from console.web.throttle import login_throttle, wait_message
 
 bp = Blueprint("auth", __name__)
 
@@ -104,19 +105,19 @@ def login():
     password = request.form.get("password", "")
     next_path = request.form.get("next", "")
     throttle = login_throttle()
-    address = request.remote_addr or "unknown"
-    wait_seconds = throttle.retry_after_seconds(username, address)
+    address = request.remote_addr or "unknown"  # the client's, behind CONSOLE_TRUSTED_PROXIES
+    wait_seconds = throttle.retry_after_seconds(db.session, username, address)
     if wait_seconds > 0:
-        minutes = max(1, round(wait_seconds / 60))
-        error = f"Too many failed logins. Try again in about {minutes} min."
-        headers = {"Retry-After": str(int(wait_seconds) + 1)}
-        return render_template("login.html", error=error, next=next_path), 429, headers
+        headers = {"Retry-After": str(math.ceil(wait_seconds))}
+        page = render_template("login.html", error=wait_message(wait_seconds), next=next_path)
+        return page, 429, headers
     user = _authenticate(username, password)
     if user is None:
-        throttle.record_failure(username, address)
+        throttle.record_failure(db.session, username, address)
+        db.session.commit()
         error = "Wrong username or password."
         return render_template("login.html", error=error, next=next_path), 401
-    throttle.record_success(username)
+    throttle.record_success(db.session, username, address)
     session.clear()  # a fresh session (and CSRF token) for the new identity
     login_user(user)
     accounts.mark_logged_in(user, utcnow())

@@ -1,12 +1,9 @@
-"""CSRF tokens, security headers and login throttling for the console."""
+"""CSRF tokens, signed tokens and security headers for the console."""
 
 from __future__ import annotations
 
 import hmac
 import secrets
-import threading
-import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +16,6 @@ CSRF_HEADER = "X-CSRFToken"
 _SESSION_KEY = "_csrf_token"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 _EXEMPT_ATTRIBUTE = "_csrf_exempt"
-MAX_TRACKED_KEYS = 10_000
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [
@@ -116,74 +112,8 @@ def _error_page(error: HTTPException):
     return page, error.code
 
 
-class LoginThrottle:
-    """Count failed logins per account and per address in a sliding window.
-
-    Once either count reaches its limit, further attempts are refused until the
-    oldest failure leaves the window. The counts live in this process's memory.
-    """
-
-    def __init__(
-        self,
-        *,
-        max_failures_per_account: int = 5,
-        max_failures_per_address: int = 20,
-        window_seconds: float = 900.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.max_failures_per_account = max_failures_per_account
-        self.max_failures_per_address = max_failures_per_address
-        self.window_seconds = window_seconds
-        self._clock = clock
-        self._failures: dict[tuple[str, str], deque[float]] = {}
-        self._lock = threading.Lock()
-
-    def _recent(self, key: tuple[str, str], now: float) -> deque[float]:
-        failures = self._failures.get(key, deque())
-        while failures and failures[0] <= now - self.window_seconds:
-            failures.popleft()
-        if not failures:
-            self._failures.pop(key, None)
-        return failures
-
-    def retry_after_seconds(self, username: str, address: str) -> float:
-        """Return 0 when a login may be tried now, else how long to wait."""
-        now = self._clock()
-        checks = (
-            (("account", username.strip().lower()), self.max_failures_per_account),
-            (("address", address), self.max_failures_per_address),
-        )
-        wait = 0.0
-        with self._lock:
-            for key, limit in checks:
-                failures = self._recent(key, now)
-                if len(failures) >= limit:
-                    wait = max(wait, failures[-limit] + self.window_seconds - now)
-        return wait
-
-    def record_failure(self, username: str, address: str) -> None:
-        now = self._clock()
-        with self._lock:
-            if len(self._failures) > MAX_TRACKED_KEYS:
-                for key in list(self._failures):
-                    self._recent(key, now)
-            for key in (("account", username.strip().lower()), ("address", address)):
-                self._failures.setdefault(key, deque()).append(now)
-                self._recent(key, now)
-
-    def record_success(self, username: str) -> None:
-        """Forget the account's failures (the address keeps its count)."""
-        with self._lock:
-            self._failures.pop(("account", username.strip().lower()), None)
-
-
-def login_throttle() -> LoginThrottle:
-    return current_app.extensions["console.login_throttle"]
-
-
 def init_app(app: Flask) -> None:
-    """Install CSRF checking, security headers and the login throttle on `app`."""
-    app.extensions.setdefault("console.login_throttle", LoginThrottle())
+    """Install CSRF checking and security headers on `app`."""
     app.before_request(_check_csrf)
     app.after_request(_add_security_headers)
     app.jinja_env.globals["csrf_token"] = csrf_token

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 import pytest
@@ -10,7 +11,7 @@ from sqlalchemy import func, select
 from console.app import create_app
 from console.models import OperatorUser, Suppression
 from console.web.extensions import db
-from console.web.security import LoginThrottle
+from console.web.throttle import LoginThrottle
 from tests.conftest import TEST_SECRET_KEY
 
 
@@ -146,9 +147,9 @@ def test_login_form_itself_needs_the_token(app, console_user):
 
 class FakeClock:
     def __init__(self) -> None:
-        self.now = 1000.0
+        self.now = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
 
-    def __call__(self) -> float:
+    def __call__(self) -> dt.datetime:
         return self.now
 
 
@@ -156,12 +157,12 @@ class FakeClock:
 def throttled_app(app):
     clock = FakeClock()
     app.extensions["console.login_throttle"] = LoginThrottle(
-        max_failures_per_account=3, max_failures_per_address=5, window_seconds=60, clock=clock
+        free_failures=2, address_limit=5, address_window_seconds=60, clock=clock
     )
     return app, clock
 
 
-def test_repeated_failures_lock_the_account_even_with_the_right_password(
+def test_repeated_failures_delay_the_next_try_from_that_address_even_with_the_right_password(
     throttled_app, console_user
 ):
     app, clock = throttled_app
@@ -173,7 +174,7 @@ def test_repeated_failures_lock_the_account_even_with_the_right_password(
     assert refused.status_code == 429
     assert int(refused.headers["Retry-After"]) > 0
     assert "Too many failed logins" in refused.text
-    clock.now += 61
+    clock.now += dt.timedelta(seconds=int(refused.headers["Retry-After"]))
     assert log_in(client, "ada").status_code == 302
 
 
@@ -183,6 +184,8 @@ def test_repeated_failures_from_one_address_lock_that_address(throttled_app, con
     client = app.test_client()
     for number in range(5):
         assert log_in(client, f"user{number}", "guess").status_code == 401
+    assert log_in(client, "ada").status_code == 429
+    clock.now += dt.timedelta(seconds=30)
     assert log_in(client, "ada").status_code == 429
     elsewhere = app.test_client()
     token = login_form_token(elsewhere)
