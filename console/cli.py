@@ -93,7 +93,7 @@ def serve_command(host: str, port: int) -> None:
     app.extensions[SCHEDULER_EXTENSION] = embedded  # read by /healthz
     listener = pg_wakeup.listener_for(settings.database_url)  # wakes `embedded` via wakeup
     jobs = start_ops_jobs(settings)
-    # waitress drops X-Forwarded-* unless told; the app's ProxyFix believes CONSOLE_TRUSTED_PROXIES hops
+    # waitress drops X-Forwarded-* unless told; the app's ProxyFix reads CONSOLE_TRUSTED_PROXIES
     keep_forwarded = {"clear_untrusted_proxy_headers": False} if settings.trusted_proxies else {}
     server = waitress.create_server(app, host=host, port=port, **keep_forwarded)
 

@@ -1,6 +1,6 @@
 """The tables of the product's own running state: worker heartbeats, alerts, lane breakers,
-domain deferrals and failed logins. Not part of the application's contract (DESIGN §9): only the worker, the
-console and its jobs read and write them.
+domain deferrals and failed logins. Not part of the application's contract (DESIGN §9):
+only the worker, the console and its jobs read and write them.
 """
 
 from __future__ import annotations
