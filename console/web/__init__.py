@@ -9,14 +9,14 @@ def init_app(app: Flask) -> None:
     """Register every blueprint of the console on `app`."""
     from htmx_flask import Htmx
 
-    from console.web import audit, auth, dashboard, intents, security, suppressions, users
+    from console.web import audit, auth, dashboard, erasure, intents, security, suppressions, users
 
     Htmx(app)
     from console.web import fragments
 
     fragments.init_app(app)
     security.init_app(app)
-    for feature in (auth, dashboard, intents, suppressions, users, audit):
+    for feature in (auth, dashboard, intents, suppressions, users, audit, erasure):
         feature.init_app(app)
     from console.web import ops
 

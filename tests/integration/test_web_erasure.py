@@ -1,0 +1,68 @@
+"""The erasure form: admins only, a preview that changes nothing, then the erasure itself."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from console.core.address_hash import address_hash
+from console.models import AuditEntry, Intent, Suppression, utcnow
+from console.web.extensions import db
+from tests.conftest import TEST_SECRET_KEY
+from tests.integration.test_forget import places_holding
+
+ADDRESS = "erin@example.com"
+TOKEN = address_hash(TEST_SECRET_KEY, ADDRESS)
+
+
+def post(client, path: str, **data):
+    return client.post(path, data={**data, "csrf_token": client.csrf_token})
+
+
+def test_only_admins_see_and_use_the_form(console_client):
+    for role in ("viewer", "operator"):
+        client = console_client(role)
+        assert client.get("/erasure").status_code == 403
+        assert client.get("/suppressions").status_code == 200
+        assert "Erase an address" not in client.get("/suppressions").text
+        response = post(client, "/erasure", address=ADDRESS, reason="r", cancel="1")
+        assert response.status_code == 403
+    admin = console_client("admin")
+    assert "Erase an address" in admin.get("/suppressions").text
+    assert admin.get("/erasure").status_code == 200
+    no_token = admin.post("/erasure", data={"address": ADDRESS, "reason": "r"})
+    assert no_token.status_code == 400
+
+
+def test_the_preview_shows_what_goes_and_the_confirmation_erases(app, console_client, add_intent):
+    sent = add_intent("submitted", to=ADDRESS)
+    pending = add_intent("pending", to="Erin@Example.com")
+    kept = add_intent("submitted", to="ada@example.com")
+    with app.app_context():
+        db.session.add(Suppression(recipient=ADDRESS, reason="manual", note="asked",
+                                   created_at=utcnow()))  # fmt: skip
+        db.session.commit()
+    admin = console_client("admin", "dpo")
+
+    preview = post(admin, "/erasure/preview", address=ADDRESS.upper(), reason="ticket 12")
+    assert preview.status_code == 200
+    page = preview.text
+    assert 'id="erasure-preview"' in page and TOKEN in page
+    assert f">{pending}</a> (pending)" in page and "Cancel the 1 unsent intents first" in page
+    with app.app_context():
+        assert db.session.get(Intent, sent) is not None  # a preview changes nothing
+
+    refused = post(admin, "/erasure", address=ADDRESS, reason="ticket 12")
+    assert refused.status_code == 422 and f"{pending} (pending)" in refused.text
+    no_reason = post(admin, "/erasure/preview", address=ADDRESS, reason=" ")
+    assert no_reason.status_code == 422 and "a reason is required" in no_reason.text
+
+    done = post(admin, "/erasure", address=ADDRESS, reason="ticket 12", cancel="1")
+    assert done.status_code == 303
+    shown = admin.get(done.headers["Location"]).text
+    assert f"forgot {TOKEN}: deleted 2 intents (1 cancelled first)" in shown
+    with app.app_context():
+        assert set(db.session.scalars(select(Intent.id))) == {kept}
+        assert db.session.scalars(select(Suppression.recipient)).all() == [TOKEN]
+        entry = db.session.scalars(select(AuditEntry).where(AuditEntry.action == "forget")).one()
+        assert (entry.actor, entry.target, entry.reason) == ("dpo", TOKEN, "ticket 12")
+        assert places_holding(db.engine, ADDRESS) == []
