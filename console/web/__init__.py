@@ -25,3 +25,6 @@ def init_app(app: Flask) -> None:
 
     app.register_blueprint(webhooks.bp)
     events.init_app(app)
+    from console.web import export
+
+    export.init_app(app)
