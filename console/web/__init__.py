@@ -25,6 +25,7 @@ def init_app(app: Flask) -> None:
 
     app.register_blueprint(webhooks.bp)
     events.init_app(app)
-    from console.web import export
+    from console.web import export, templates_page
 
     export.init_app(app)
+    templates_page.init_app(app)
