@@ -1,7 +1,7 @@
 """The ``console`` command: a Flask CLI group around the app factory, and its commands.
 
 ``serve`` (web console with the embedded worker), ``worker`` (the send loop
-alone), ``db`` (Flask-Migrate), ``user create``, ``prune``, ``forget`` and ``demo``. Each
+alone), ``db`` (Flask-Migrate), ``user`` (user_commands), ``prune``, ``forget`` and ``demo``. Each
 command reads the settings the app was built with and hands them on: nothing
 below this module reaches for Flask's ``current_app``.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import sys
 import threading
 
 import click
@@ -23,8 +22,7 @@ from console.config import Settings
 from console.ops.jobs import start_ops_jobs
 from console.ops.metrics import start_metrics_server
 from console.ops.retention import prune
-from console.store.accounts import UserError, create_user
-from console.vocabulary import ROLES
+from console.user_commands import user_cli
 from console.web.extensions import db
 from console.web.ops import SCHEDULER_EXTENSION
 from console.worker import pg_wakeup
@@ -114,31 +112,6 @@ def _stop_quietly(listener: pg_wakeup.NotifyListener | None) -> None:
         listener.stop()
 
 
-@main.group("user")
-def user_cli() -> None:
-    """Manage operator accounts."""
-
-
-@user_cli.command("create")
-@click.argument("name")
-@click.option("--role", type=click.Choice(ROLES), required=True, help="What the user may do.")
-@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
-@with_appcontext
-def create_user_command(name: str, role: str, password_stdin: bool) -> None:
-    """Create an operator account NAME."""
-    if password_stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
-    else:
-        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-    try:
-        create_user(db.session, name, password, role)
-        db.session.commit()
-    except UserError as exc:
-        db.session.rollback()
-        raise click.ClickException(str(exc)) from None
-    click.echo(f"created {role} {name}")
-
-
 @main.command("prune")
 @click.option("--days", type=click.FloatRange(min=0, min_open=True), help="Retention period.")
 @click.option("--batch-size", type=click.IntRange(min=1), help="Rows per transaction.")
@@ -184,6 +157,9 @@ def forget_command(address: str, reason: str, cancel: bool) -> None:
         db.session.rollback()
         raise click.ClickException(str(exc)) from None
     click.echo(erasure.summary(report))
+
+
+main.add_command(user_cli)
 
 
 def _register_demo() -> None:

@@ -1,4 +1,9 @@
-"""Console accounts: create one with a role, deactivate or reactivate it; each audited."""
+"""Console accounts: create, change password or role, deactivate, end sessions; each audited.
+
+Every login session carries its account's ``session_generation``; raising it
+(``end_sessions``) ends them all, on every device. A new password, a role change
+and a deactivation raise it too.
+"""
 
 from __future__ import annotations
 
@@ -78,6 +83,7 @@ def put_user(session: Session, username: str, password: str, role: str) -> Opera
         return create_user(session, username, password, role)
     user.password_hash = generate_password_hash(password)
     user.role, user.active = role, True
+    end_sessions(session, user)
     return user
 
 
@@ -138,7 +144,7 @@ def set_user_active(
     ).rowcount
     if changed != 1:
         raise StaleAction(f"{user.username} changed meanwhile: nothing was done")
-    session.refresh(user)
+    end_sessions(session, user)
     action = "user_activate" if active else "user_deactivate"
     write_audit(session, [audit_values(actor=actor, action=action, now=now, target=user.username)])
     return user
@@ -147,3 +153,98 @@ def set_user_active(
 def _active_admins(session: Session) -> int:
     query = select(func.count()).where(OperatorUser.role == "admin", OperatorUser.active)
     return session.execute(query).scalar_one()
+
+
+def end_sessions(session: Session, user: OperatorUser) -> int:
+    """End every login session of `user` (no commit); return the new generation."""
+    session.execute(
+        update(OperatorUser)
+        .where(OperatorUser.id == user.id)
+        .values(session_generation=OperatorUser.session_generation + 1)
+        .execution_options(synchronize_session=False)
+    )
+    session.refresh(user)
+    return user.session_generation
+
+
+def _check_new_password(password: str) -> None:
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise UserError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
+
+
+def change_password(
+    session: Session, user: OperatorUser, current: str, new: str, *, now: dt.datetime | None = None
+) -> int:
+    """Give `user` the password `new` if `current` is theirs; end their sessions; audit it.
+
+    Returns the new session generation (the caller keeps its own session with it).
+    """
+    if not verify_password(user, current):
+        raise UserError("the current password is not right")
+    _check_new_password(new)
+    user.password_hash = generate_password_hash(new)
+    generation = end_sessions(session, user)
+    entry = audit_values(
+        actor=user.username, action="password_change", now=now or utcnow(), target=user.username
+    )
+    write_audit(session, [entry])
+    return generation
+
+
+def _account(session: Session, user_id: int) -> OperatorUser:
+    user = session.get(OperatorUser, user_id)
+    if user is None:
+        raise ActionRefused(f"user {user_id} does not exist")
+    return user
+
+
+def set_password(
+    session: Session,
+    user_id: int,
+    password: str,
+    *,
+    actor: str,
+    now: dt.datetime | None = None,
+) -> OperatorUser:
+    """Give another account a new password (an admin, or the command line); end its sessions."""
+    user = _account(session, user_id)
+    _check_new_password(password)
+    user.password_hash = generate_password_hash(password)
+    end_sessions(session, user)
+    entry = audit_values(
+        actor=actor, action="user_password_set", now=now or utcnow(), target=user.username
+    )
+    write_audit(session, [entry])
+    return user
+
+
+def set_user_role(
+    session: Session,
+    user_id: int,
+    role: str,
+    *,
+    actor: str,
+    now: dt.datetime | None = None,
+) -> OperatorUser:
+    """Give an account another role and end its sessions; never the actor's own, never the
+    last active admin's."""
+    user = _account(session, user_id)
+    if role not in ROLES:
+        raise ActionRefused(f"role must be one of {', '.join(ROLES)}")
+    if user.username == actor:
+        raise ActionRefused("you cannot change your own role")
+    if user.role == role:
+        raise StaleAction(f"{user.username} is already {role}: nothing was done")
+    if user.role == "admin" and user.active and _active_admins(session) <= 1:
+        raise ActionRefused("the last active admin must stay admin")
+    before, user.role = user.role, role
+    end_sessions(session, user)
+    entry = audit_values(
+        actor=actor,
+        action="user_role",
+        now=now or utcnow(),
+        target=user.username,
+        details={"before": before, "after": role},
+    )
+    write_audit(session, [entry])
+    return user

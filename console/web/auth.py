@@ -25,7 +25,8 @@ from werkzeug.security import generate_password_hash
 from console.models import OperatorUser, utcnow
 from console.store import accounts
 from console.store.accounts import verify_password
-from console.web.extensions import db, login_manager
+from console.web import sessions
+from console.web.extensions import current_settings, db, login_manager
 from console.web.throttle import login_throttle, wait_message
 
 bp = Blueprint("auth", __name__)
@@ -60,11 +61,26 @@ def role_required(minimum: str) -> Callable:
 
 @login_manager.user_loader
 def _load_user(user_id: str) -> OperatorUser | None:
+    """The session's user, while the account is active and the session still valid."""
     try:
         user = accounts.load_user(db.session, int(user_id))
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
-    return user if user is not None and user.is_active else None
+    if user is None or not user.is_active:
+        return None
+    settings = current_settings()
+    why = sessions.refusal(
+        session,
+        user,
+        idle_minutes=settings.session_idle_minutes,
+        max_hours=settings.session_max_hours,
+    )
+    if why is not None:
+        session.clear()
+        flash(sessions.MESSAGES[why], "info")
+        return None
+    sessions.touch(session)
+    return user
 
 
 @login_manager.unauthorized_handler
@@ -120,6 +136,7 @@ def login():
     throttle.record_success(db.session, username, address)
     session.clear()  # a fresh session (and CSRF token) for the new identity
     login_user(user)
+    sessions.start(session, user)
     accounts.mark_logged_in(user, utcnow())
     db.session.commit()
     return redirect(_safe_next(next_path))
@@ -127,6 +144,10 @@ def login():
 
 @bp.post("/logout")
 def logout():
+    """End this session and every other session of the account (copied cookies too)."""
+    if current_user.is_authenticated:
+        accounts.end_sessions(db.session, current_user)
+        db.session.commit()
     logout_user()
     session.clear()
     flash("You are logged out.", "info")

@@ -1,4 +1,4 @@
-"""Account management for admins: create accounts with a role, deactivate them."""
+"""Account management for admins: create accounts, set roles and passwords, deactivate them."""
 
 from __future__ import annotations
 
@@ -46,16 +46,25 @@ def create():
     return redirect(url_for("users.index"), code=303)
 
 
-def _set_active(user_id: int, active: bool):
+def _apply(change, done: str):
+    """Run `change()` (a store call), commit, and say `done` (formatted with the user)."""
     try:
-        user = accounts.set_user_active(db.session, user_id, active, actor=current_user.username)
+        user = change()
         db.session.commit()
-    except actions.ActionRefused as exc:
+    except (actions.ActionRefused, UserError) as exc:
         db.session.rollback()
         status_code = 409 if isinstance(exc, actions.StaleAction) else 422
         return _render_list(status_code, error=str(exc))
-    flash(f"{user.username} is {'active' if active else 'deactivated'}.", "success")
+    flash(done.format(user=user), "success")
     return redirect(url_for("users.index"), code=303)
+
+
+def _set_active(user_id: int, active: bool):
+    actor = current_user.username
+    return _apply(
+        lambda: accounts.set_user_active(db.session, user_id, active, actor=actor),
+        "{user.username} is " + ("active." if active else "deactivated; their sessions ended."),
+    )
 
 
 @bp.post("/<int:user_id>/deactivate")
@@ -70,5 +79,28 @@ def activate(user_id: int):
     return _set_active(user_id, True)
 
 
+@bp.post("/<int:user_id>/role")
+@role_required("admin")
+def set_role(user_id: int):
+    role, actor = request.form.get("role", ""), current_user.username
+    return _apply(
+        lambda: accounts.set_user_role(db.session, user_id, role, actor=actor),
+        "{user.username} is now {user.role}; their sessions ended.",
+    )
+
+
+@bp.post("/<int:user_id>/password")
+@role_required("admin")
+def set_password(user_id: int):
+    password, actor = request.form.get("password", ""), current_user.username
+    return _apply(
+        lambda: accounts.set_password(db.session, user_id, password, actor=actor),
+        "{user.username} has a new password; their sessions ended.",
+    )
+
+
 def init_app(app: Flask) -> None:
+    from console.web import account
+
     app.register_blueprint(bp)
+    account.init_app(app)

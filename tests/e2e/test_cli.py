@@ -65,3 +65,45 @@ def test_user_create_refuses_a_duplicate_and_a_short_password(sqlite_url, tmp_pa
         stdin="short\n",
     )
     assert short.returncode != 0 and "at least" in short.stderr
+
+
+def test_user_set_password_changes_it_ends_sessions_and_is_audited(sqlite_url, tmp_path):
+    from console.models import AuditEntry
+
+    create = ["user", "create", "ada", "--role", "viewer", "--password-stdin"]
+    assert run_console(create, sqlite_url, tmp_path, stdin="first password\n").returncode == 0
+    engine = create_engine(sqlite_url)
+    with Session(engine) as session:
+        before = session.execute(select(OperatorUser)).scalar_one().session_generation
+    changed = run_console(
+        ["user", "set-password", "ada", "--password-stdin"],
+        sqlite_url,
+        tmp_path,
+        stdin="second password\n",
+    )
+    assert changed.returncode == 0, changed.stderr
+    assert "second password" not in changed.stdout + changed.stderr
+    with Session(engine) as session:
+        user = session.execute(select(OperatorUser)).scalar_one()
+        audit = session.execute(select(AuditEntry.action, AuditEntry.target)).all()
+    assert verify_password(user, "second password") and not verify_password(user, "first password")
+    assert user.session_generation == before + 1
+    assert ("user_password_set", "ada") in audit
+    short = ["user", "set-password", "ada", "--password-stdin"]
+    refused = run_console(short, sqlite_url, tmp_path, stdin="short\n")
+    assert refused.returncode != 0 and "at least" in refused.stderr
+    missing = run_console(["user", "set-password", "bob", "--password-stdin"], sqlite_url, tmp_path)
+    assert missing.returncode != 0 and "no user 'bob'" in missing.stderr
+    engine.dispose()
+
+
+def test_user_list_shows_name_role_state_and_last_login(sqlite_url, tmp_path):
+    for name, role in (("ada", "admin"), ("bob", "viewer")):
+        args = ["user", "create", name, "--role", role, "--password-stdin"]
+        assert run_console(args, sqlite_url, tmp_path, stdin="long enough pw\n").returncode == 0
+    listed = run_console(["user", "list"], sqlite_url, tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].split() == ["username", "role", "state", "last", "login", "(UTC)"]
+    assert lines[1].split() == ["ada", "admin", "active", "never"]
+    assert lines[2].split() == ["bob", "viewer", "active", "never"]

@@ -9,7 +9,7 @@ from console.models import AuditEntry, Intent, OperatorUser, Suppression, utcnow
 from console.web.extensions import db
 
 ROLE_RANK = {"anonymous": 0, "viewer": 1, "operator": 2, "admin": 3}
-CONSOLE_BLUEPRINTS = ("auth", "dashboard", "intents", "suppressions", "users", "audit")
+CONSOLE_BLUEPRINTS = ("auth", "account", "dashboard", "intents", "suppressions", "users", "audit")
 
 # (endpoint, method, path template, form, least role)
 ROUTES = [
@@ -72,6 +72,27 @@ ROUTES = [
     ),
     ("users.deactivate", "POST", "/users/{other_user}/deactivate", {}, "admin"),
     ("users.activate", "POST", "/users/{inactive_user}/activate", {}, "admin"),
+    ("users.set_role", "POST", "/users/{other_user}/role", {"role": "operator"}, "admin"),
+    (
+        "users.set_password",
+        "POST",
+        "/users/{other_user}/password",
+        {"password": "long enough"},
+        "admin",
+    ),
+    ("account.index", "GET", "/account", None, "viewer"),
+    (
+        "account.change_password",
+        "POST",
+        "/account/password",
+        {
+            "current_password": "correct horse",
+            "new_password": "correct horse",
+            "new_password_again": "correct horse",
+        },
+        "viewer",
+    ),
+    ("account.end_other_sessions", "POST", "/account/sessions/end", {}, "viewer"),
     ("audit.index", "GET", "/audit", None, "operator"),
 ]
 OPEN_ENDPOINTS = {"auth.login", "auth.logout", "static"}
