@@ -140,6 +140,14 @@ def _log_level(name: str, raw: str) -> str:
     return value
 
 
+def _ehlo_name(name: str, raw: str) -> str:
+    from console.transports.smtp_endpoint import valid_ehlo_name
+
+    if not valid_ehlo_name(raw.strip()):
+        raise ConfigError(f"{name} must be a domain name or an address literal, got {raw!r}")
+    return raw.strip()
+
+
 def _classify_overrides(name: str, raw: str) -> str:
     from console.core.classify import parse_overrides
 
@@ -159,6 +167,7 @@ class Settings:
     smtp_url: str = "smtp://127.0.0.1:1025"
     smtp_connections: int = 1
     smtp_timeout_seconds: float = 30.0
+    smtp_ehlo_name: str | None = None  # None: the FQDN, else an address literal
     poll_seconds: float = 1.0
     batch_size: int = 50
     lease_seconds: float = 300.0
@@ -219,6 +228,7 @@ _PARSERS = {
     "CONSOLE_SMTP_URL": ("smtp_url", _smtp_url),
     "CONSOLE_SMTP_CONNECTIONS": ("smtp_connections", _positive_int),
     "CONSOLE_SMTP_TIMEOUT_SECONDS": ("smtp_timeout_seconds", _positive_float),
+    "CONSOLE_SMTP_EHLO_NAME": ("smtp_ehlo_name", _ehlo_name),
     "CONSOLE_POLL_SECONDS": ("poll_seconds", _positive_float),
     "CONSOLE_BATCH_SIZE": ("batch_size", _positive_int),
     "CONSOLE_LEASE_SECONDS": ("lease_seconds", _positive_float),

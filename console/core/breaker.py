@@ -62,9 +62,13 @@ class BreakerState:
 MESSAGE_LEVEL_CODES = frozenset({450, 451, 452, 550, 551, 552, 553, 400, 404, 422})
 
 
-def is_provider_failure(outcome: str, code: int | None) -> bool:
-    """Return whether an attempt's outcome counts against the provider."""
-    return outcome != ACCEPTED and code not in MESSAGE_LEVEL_CODES
+def is_provider_failure(outcome: str, code: int | None, message_level: bool = False) -> bool:
+    """Return whether an attempt's outcome counts against the provider.
+
+    `message_level`: the refusal was about this message alone (e.g. too big, or an
+    address the relay cannot carry), whatever its code.
+    """
+    return outcome != ACCEPTED and not message_level and code not in MESSAGE_LEVEL_CODES
 
 
 class FailureWindow:
@@ -73,8 +77,8 @@ class FailureWindow:
     def __init__(self, size: int) -> None:
         self._outcomes: deque[bool] = deque(maxlen=size)
 
-    def record(self, outcome: str, code: int | None = None) -> None:
-        self._outcomes.append(is_provider_failure(outcome, code))
+    def record(self, outcome: str, code: int | None = None, message_level: bool = False) -> None:
+        self._outcomes.append(is_provider_failure(outcome, code, message_level))
 
     def rate(self) -> float:
         """Return the share of provider failures (0 when empty)."""
@@ -102,6 +106,11 @@ def should_trip(
 def _opened(trips: int, rate: float | None, policy: BreakerPolicy, now: dt.datetime):
     pause = dt.timedelta(seconds=policy.pause_seconds(trips))
     return BreakerState(OPEN, trips, rate, opened_at=now, resume_at=now + pause)
+
+
+def trip_now(state: BreakerState, policy: BreakerPolicy, now: dt.datetime) -> BreakerState:
+    """Open at once, whatever the window: the relay refused the session itself."""
+    return _opened(state.trips + 1, state.failure_rate, policy, now)
 
 
 def claim_mode(state: BreakerState, now: dt.datetime) -> str:

@@ -12,6 +12,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 
+from console.core.blame import MESSAGE, SESSION, refusal_blame, refused_command
 from console.core.classify_http import classify_http
 from console.core.outcomes import Classification
 from console.core.send_result import SendResult, handed_over
@@ -21,6 +22,9 @@ OVERRIDABLE_OUTCOMES = (TRANSIENT, PERMANENT)
 
 RENDER_ERROR = "RenderError"  # error_type of a message that could not be built
 UNSAFE_HEADER = "UnsafeHeader"  # error_type of a row whose header or envelope value is unsafe
+# error_types of the SMTP transport's own checks before MAIL FROM (nothing was sent):
+SMTPUTF8_NOT_OFFERED = "SmtpUtf8NotOffered"  # a non-ASCII address, a relay without SMTPUTF8
+MESSAGE_TOO_BIG = "MessageTooBig"  # larger than the SIZE the relay advertised
 
 _ENHANCED_STATUS = re.compile(r"^([245])\.(\d{1,3})\.(\d{1,3})(?=\s|$)")
 _REASON_TEXT_LIMIT = 200
@@ -71,6 +75,12 @@ def classify(result: SendResult, overrides: Overrides = Overrides()) -> Classifi
         return Classification(PERMANENT, _reason("message could not be built", result))
     if result.error_type == UNSAFE_HEADER:
         return Classification(PERMANENT, _reason("unsafe header or envelope value", result))
+    if result.error_type == SMTPUTF8_NOT_OFFERED:
+        summary = "the relay does not offer SMTPUTF8, which this address needs (RFC 6531: 5.6.7)"
+        return Classification(PERMANENT, _reason(summary, result), blamed=MESSAGE)
+    if result.error_type == MESSAGE_TOO_BIG:
+        summary = "message larger than the relay's advertised SIZE (5.3.4), body not sent"
+        return Classification(PERMANENT, _reason(summary, result), blamed=MESSAGE)
     if result.protocol == "http":
         return classify_http(result)
     return _classify_smtp(result, overrides)
@@ -87,17 +97,21 @@ def _classify_smtp(result: SendResult, overrides: Overrides) -> Classification:
             return Classification(ACCEPTED, _reason("accepted", result))
         return Classification(TRANSIENT, _reason("success reply before the body", result))
     enhanced = result.enhanced_status or enhanced_status_of(result.reply_text)
+    command = refused_command(result.error_type, result.stage == CONNECTING)
+    blamed = refusal_blame(code, enhanced, result.reply_text, command)
+    if blamed == SESSION:
+        # The relay refused our session, sender or credentials, never the recipient: the
+        # same for every message, so the worker pauses the lane instead of failing intents.
+        summary = f"session refused at {command or 'the envelope'}, not the recipient"
+        return Classification(TRANSIENT, _reason(summary, result), alert=True, blamed=SESSION)
     configured = overrides.lookup(code, enhanced) if 400 <= code < 600 else None
     if configured is not None:
         return Classification(configured, _reason(f"configured {configured}", result))
     if 400 <= code < 500:
         return Classification(TRANSIENT, _reason("temporary failure", result))
-    if 500 <= code < 600 and result.stage == CONNECTING:
-        # Refused at greeting, EHLO, STARTTLS or AUTH: the relay or our credentials,
-        # never the recipient; nothing was handed over, so retrying is safe.
-        return Classification(TRANSIENT, _reason("connection refused", result), alert=True)
     if 500 <= code < 600:
-        return Classification(PERMANENT, _reason("permanent failure", result))
+        reason = _reason(f"permanent failure ({blamed})", result)
+        return Classification(PERMANENT, reason, blamed=blamed)
     return Classification(AMBIGUOUS, _reason("unexpected reply", result))
 
 

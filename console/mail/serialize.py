@@ -2,25 +2,24 @@
 
 Building an ``email.message.EmailMessage`` costs about a millisecond per
 message; this writes the same message directly as bytes: headers From, To,
-Subject (RFC 2047 when needed), Date, Message-ID, MIME-Version; a text/plain
-body or a multipart/alternative of text and HTML; 7bit when the text allows it,
-else quoted-printable or base64; CRLF line ends and no line above 998 bytes.
+Subject (only what needs it encoded, RFC 2047; see ``headers``), Date,
+Message-ID, MIME-Version; a text/plain body or a multipart/alternative of text
+and HTML; 7bit when the text allows it, else quoted-printable or base64; CRLF
+line ends, header lines folded within 78 characters, no line above 998 bytes.
+A non-ASCII recipient (SMTPUTF8, RFC 6531/6532) is the only 8-bit text: it is
+written as UTF-8 in ``To:`` and everything else stays 7-bit clean.
 Tests parse the output with the ``email`` package and compare it with
-``render.build_message``. Addresses that need SMTPUTF8 take the slow path.
-A header value holding a line break (or another control character) is refused
-with ``header_checks.UnsafeHeader``, never written.
+``render.build_message``. A header value holding a line break (or another
+control character) is refused with ``header_checks.UnsafeHeader``, never written.
 """
 
 from __future__ import annotations
 
 import binascii
 import datetime as dt
-import email.policy
 import functools
 import secrets
-from email.message import EmailMessage
 from email.utils import format_datetime
-from types import SimpleNamespace
 
 from console.mail.catalog import RenderedParts
 from console.mail.header_checks import (
@@ -29,12 +28,10 @@ from console.mail.header_checks import (
     SUBJECT,
     check_header_value,
 )
-from console.mail.render import build_message
+from console.mail.headers import mailbox_header, subject_header
 
 CRLF = b"\r\n"
 MAX_LINE_BYTES = 998
-_PLAIN_SUBJECT_CHARS = 68  # "Subject: " + 68 stays within the recommended 78
-_ENCODED_WORD_BYTES = 42  # 56 base64 characters, a 68-character encoded word
 _BASE64_CHUNK_BYTES = 57  # 76 base64 characters a line
 _SEVEN_BIT_SAFE = bytes([9, 10, 13, *range(32, 127)])  # may travel as 7bit unencoded
 _NON_ASCII = bytes(range(128, 256))
@@ -53,15 +50,13 @@ def serialize_message(
     check_header_value(MESSAGE_ID, message_id)
     check_header_value(SUBJECT, parts.subject)
     check_header_value("mail_from", mail_from)
-    if not recipient.isascii():
-        return _slow_path(mail_from, recipient, message_id, parts)
     head = b"".join(
         (
             _from_header(mail_from),
             b"To: ",
-            recipient.encode("ascii"),
+            recipient.encode("utf-8"),  # UTF-8 only for an SMTPUTF8 address
             CRLF,
-            _subject_header(parts.subject),
+            subject_header(parts.subject),
             b"Date: ",
             _date_text(date.replace(microsecond=0)),
             CRLF,
@@ -77,7 +72,7 @@ def serialize_message(
     return b"".join(
         (
             head,
-            b'Content-Type: multipart/alternative; boundary="',
+            b'Content-Type: multipart/alternative;\r\n boundary="',
             boundary,
             b'"\r\n\r\n--',
             boundary,
@@ -128,37 +123,10 @@ def _base64_lines(data: bytes) -> bytes:
     return b"".join(binascii.b2a_base64(chunk, newline=False) + CRLF for chunk in chunks)
 
 
-def _subject_header(subject: str) -> bytes:
-    if subject.isascii() and len(subject) <= _PLAIN_SUBJECT_CHARS and "=?" not in subject:
-        return b"Subject: " + subject.encode("ascii") + CRLF
-    words = (
-        b"=?utf-8?b?" + binascii.b2a_base64(chunk, newline=False) + b"?="
-        for chunk in _utf8_chunks(subject, _ENCODED_WORD_BYTES)
-    )
-    return b"Subject: " + b"\r\n ".join(words) + CRLF
-
-
-def _utf8_chunks(text: str, limit: int) -> list[bytes]:
-    """Split `text` into UTF-8 chunks of at most `limit` bytes, never inside a character."""
-    chunks: list[bytes] = []
-    current = bytearray()
-    for character in text:
-        encoded = character.encode("utf-8")
-        if len(current) + len(encoded) > limit:
-            chunks.append(bytes(current))
-            current.clear()
-        current += encoded
-    if current or not chunks:
-        chunks.append(bytes(current))
-    return chunks
-
-
 @functools.lru_cache(maxsize=8)
 def _from_header(mail_from: str) -> bytes:
-    """The From header line, encoded and folded once by the email package."""
-    message = EmailMessage(policy=email.policy.SMTP)
-    message["From"] = mail_from
-    return message.as_bytes().removesuffix(CRLF)
+    """The From header line, written once per configured sender."""
+    return mailbox_header("From", mail_from)
 
 
 @functools.lru_cache(maxsize=4)
@@ -171,10 +139,3 @@ def _boundary(parts: RenderedParts) -> bytes:
         boundary = "=_" + secrets.token_hex(16)
         if boundary not in parts.text and boundary not in parts.html:
             return boundary.encode("ascii")
-
-
-def _slow_path(mail_from: str, recipient: str, message_id: str, parts: RenderedParts) -> bytes:
-    """Internationalized addresses: let the email package write an SMTPUTF8 message."""
-    intent = SimpleNamespace(recipient=recipient, message_id=message_id)
-    message = build_message(intent, mail_from=mail_from, parts=parts)
-    return message.as_bytes(policy=email.policy.SMTPUTF8)

@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session
 from console.config import Settings
 from console.mail.catalog import TemplateCatalog, default_catalog
 from console.models import utcnow
+from console.ops.relay_alerts import relay_conditions
 from console.outbox import enqueue
 from console.store import alert_checks, alert_states
 from console.store.alert_states import RESOLVED
@@ -191,6 +192,7 @@ CHECKS = (
     breakers_open,
     provider_auth_failures,
     sender_rates_over_limit,
+    relay_conditions,  # raised by the worker, naming the relay's reply
 )
 
 

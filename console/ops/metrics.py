@@ -79,6 +79,13 @@ DOMAIN_DEFERRALS = Counter(
 )
 
 
+SMTP_RECONNECTS = Counter(
+    "console_smtp_reconnects",
+    "SMTP connections opened to replace one that broke (hang-up, timeout, 421).",
+    registry=PROCESS_REGISTRY,
+)
+
+
 def record_attempt(outcome: str, lane: str, duration_seconds: float) -> None:
     """Count one finished attempt and its send latency."""
     ATTEMPTS.labels(outcome=outcome).inc()

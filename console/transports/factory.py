@@ -22,4 +22,5 @@ def make_transport(settings: Settings) -> Transport:
         settings.smtp_url,
         connections=settings.smtp_connections,
         timeout_seconds=settings.smtp_timeout_seconds,
+        ehlo_name=settings.smtp_ehlo_name,
     )

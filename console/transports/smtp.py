@@ -1,67 +1,36 @@
 """SMTP transport on aiosmtplib: reused connections, a timeout per stage, one result per email.
 
 The low-level calls (EHLO, MAIL, RCPT, DATA) let the worker record ``DATA_SENT``
-before the body leaves the process. Any error closes the connection; the next
-email opens a new one.
+before the body leaves the process. MAIL FROM declares ``SIZE=`` when the relay
+offers SIZE (a message over its limit is refused here, before MAIL), ``SMTPUTF8``
+for a non-ASCII address and ``BODY=8BITMIME`` for 8-bit content. A refusal the
+relay answered leaves the connection usable: ``RSET`` and the next email goes on it;
+a connection that broke (hang-up, timeout, 421) is closed and replaced, and counted
+in ``reconnects``. Closing says ``QUIT``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import re
-import socket
 import ssl
 import time
 from email.utils import parseaddr
-from urllib.parse import parse_qs, unquote, urlsplit
 
 import aiosmtplib
 
+from console.core.classify import MESSAGE_TOO_BIG, SMTPUTF8_NOT_OFFERED
 from console.core.send_result import SendResult
 from console.transports.base import OutgoingEmail, StageCallback
+from console.transports.smtp_endpoint import SmtpEndpoint, ehlo_name_for
 from console.vocabulary import CLAIMED, CONNECTING, DATA_SENT, ENVELOPE, REPLY_READ
 
+__all__ = ["SmtpEndpoint", "SmtpTransport", "describe_failure", "envelope_address"]
+
 _QUEUE_ID = re.compile(r"(?:queued as|id=|^(?:\d\.\d\.\d+\s+)?ok)\s*([A-Za-z0-9._@<>-]{4,})", re.I)
-_TRUE = ("1", "true", "yes", "on")
-
-
-@dataclasses.dataclass(frozen=True)
-class SmtpEndpoint:
-    """Where and how to connect, parsed from ``CONSOLE_SMTP_URL``."""
-
-    host: str
-    port: int
-    use_tls: bool = False  # smtps://: TLS from the first byte
-    start_tls: bool = False  # ?starttls=1: upgrade after the greeting
-    username: str | None = None
-    password: str | None = None
-
-    @classmethod
-    def from_url(cls, url: str) -> SmtpEndpoint:
-        """Parse ``smtp://user:pass@host:port``, ``smtps://...`` or ``...?starttls=1``."""
-        parts = urlsplit(url)
-        if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
-            raise ValueError("an SMTP URL looks like smtp://user:pass@host:port")
-        use_tls = parts.scheme == "smtps"
-        query = parse_qs(parts.query)
-        start_tls = query.get("starttls", ["0"])[-1].lower() in _TRUE
-        if use_tls and start_tls:
-            raise ValueError("smtps:// already uses TLS; drop ?starttls=1")
-        return cls(
-            host=parts.hostname,
-            port=parts.port or (465 if use_tls else 25),
-            use_tls=use_tls,
-            start_tls=start_tls,
-            username=unquote(parts.username) if parts.username else None,
-            password=unquote(parts.password) if parts.password else None,
-        )
-
-    def __repr__(self) -> str:  # never show the password
-        return (
-            f"SmtpEndpoint({self.host}:{self.port}, tls={self.use_tls}, starttls={self.start_tls})"
-        )
+_CLOSING_CODE = 421  # the relay closes the channel after this reply
+_QUIT_SECONDS = 2.0
 
 
 def provider_id_from_reply(reply_text: str | None) -> str | None:
@@ -94,6 +63,23 @@ def _needs_smtputf8(*addresses: str) -> bool:
     return not all(address.isascii() for address in addresses)
 
 
+def _leaves_connection_usable(error: BaseException) -> bool:
+    """Whether the relay answered a refusal and kept the session (so RSET may go on it)."""
+    if isinstance(error, aiosmtplib.SMTPRecipientsRefused):
+        return all(r.code != _CLOSING_CODE for r in error.recipients)
+    if isinstance(error, aiosmtplib.SMTPResponseException):
+        return error.code != _CLOSING_CODE
+    return not isinstance(error, aiosmtplib.SMTPException | OSError | asyncio.TimeoutError)
+
+
+def size_limit(client: aiosmtplib.SMTP) -> int | None:
+    """The relay's advertised SIZE limit in bytes; None when it offers none (or 0: no limit)."""
+    if not client.supports_extension("size"):
+        return None
+    value = client.esmtp_extensions.get("size", "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
 class SmtpTransport:
     """Send emails over up to `connections` reused SMTP connections."""
 
@@ -104,15 +90,23 @@ class SmtpTransport:
         connections: int = 1,
         timeout_seconds: float = 30.0,
         tls_context: ssl.SSLContext | None = None,
-        local_hostname: str | None = None,
+        ehlo_name: str | None = None,
+        local_hostname: str | None = None,  # the former name of ehlo_name
     ) -> None:
         self.endpoint = SmtpEndpoint.from_url(endpoint) if isinstance(endpoint, str) else endpoint
         self.connections = connections
         self.timeout_seconds = timeout_seconds
         self._tls_context = tls_context
-        self._local_hostname = local_hostname or socket.gethostname()
+        self.ehlo_name = ehlo_name_for(self.endpoint, ehlo_name or local_hostname)
+        self.reconnects = 0  # connections opened to replace one an error broke
+        self._lost = 0  # connections lost to errors and not yet replaced
         self._idle: list[aiosmtplib.SMTP] = []
         self._slots: asyncio.Semaphore | None = None
+
+    @property
+    def relay(self) -> str:
+        """``host:port`` of the relay, for alerts and logs."""
+        return self.endpoint.relay
 
     async def send(self, email: OutgoingEmail, on_stage: StageCallback) -> SendResult:
         """Send `email` on a pooled connection; report how far it got and what the server said."""
@@ -129,23 +123,27 @@ class SmtpTransport:
         client: aiosmtplib.SMTP | None = None
         try:
             body = email.as_bytes()
-            reused = bool(self._idle)
-            if reused:
-                client = self._idle.pop()
-            else:
+            client = self._take_idle()
+            reused = client is not None
+            if client is None:
                 await on_stage(email, CONNECTING)
                 stage = CONNECTING
                 client = await self._connect()
             await on_stage(email, ENVELOPE)
             stage = ENVELOPE
-            client = await self._envelope(client, email, reused)
+            client, refusal = await self._envelope(client, email, body, reused)
+            if refusal is not None:  # our own check before MAIL: nothing was sent
+                self._idle.append(client)
+                refusal.duration_ms = _elapsed_ms(started)
+                return refusal
             await on_stage(email, DATA_SENT)
             stage = DATA_SENT
             response = await client.data(body, timeout=self.timeout_seconds)
         except Exception as error:  # noqa: BLE001 - every failure becomes a result
+            result = describe_failure(error, stage, _elapsed_ms(started))
             if client is not None:
-                client.close()
-            return describe_failure(error, stage, _elapsed_ms(started))
+                await self._reset_or_drop(client, error)
+            return result
         except BaseException:  # cancelled: the connection is in an unknown state
             if client is not None:
                 client.close()
@@ -159,6 +157,28 @@ class SmtpTransport:
             duration_ms=_elapsed_ms(started),
         )
 
+    def _take_idle(self) -> aiosmtplib.SMTP | None:
+        while self._idle:
+            client = self._idle.pop()
+            if client.is_connected:
+                return client
+            client.close()
+            self._lost += 1
+        return None
+
+    async def _reset_or_drop(self, client: aiosmtplib.SMTP, error: BaseException) -> None:
+        """After a refusal: RSET and keep the connection; after a break: close it."""
+        if client.is_connected and _leaves_connection_usable(error):
+            try:
+                await client.rset(timeout=self.timeout_seconds)
+            except Exception:  # noqa: BLE001 - RSET refused or the line broke: replace it
+                pass
+            else:
+                self._idle.append(client)
+                return
+        client.close()
+        self._lost += 1
+
     async def _connect(self) -> aiosmtplib.SMTP:
         endpoint = self.endpoint
         client = aiosmtplib.SMTP(
@@ -169,9 +189,12 @@ class SmtpTransport:
             username=endpoint.username,
             password=endpoint.password,
             timeout=self.timeout_seconds,
-            local_hostname=self._local_hostname,
+            local_hostname=self.ehlo_name,
             tls_context=self._tls_context,
         )
+        if self._lost:
+            self._lost -= 1
+            self.reconnects += 1
         await client.connect()
         try:
             if client.is_ehlo_or_helo_needed:
@@ -182,41 +205,54 @@ class SmtpTransport:
         return client
 
     async def _envelope(
-        self, client: aiosmtplib.SMTP, email: OutgoingEmail, reused: bool
-    ) -> aiosmtplib.SMTP:
+        self, client: aiosmtplib.SMTP, email: OutgoingEmail, body: bytes, reused: bool
+    ) -> tuple[aiosmtplib.SMTP, SendResult | None]:
         """Send MAIL and RCPT; a pooled connection the server dropped is replaced once."""
         try:
-            await self._mail_and_rcpt(client, email)
-            return client
+            return client, await self._mail_and_rcpt(client, email, body)
         except aiosmtplib.SMTPServerDisconnected:
             if not reused:
                 raise
         client.close()
+        self._lost += 1
         fresh = await self._connect()
         try:
-            await self._mail_and_rcpt(fresh, email)
+            return fresh, await self._mail_and_rcpt(fresh, email, body)
         except BaseException:
             fresh.close()
+            self._lost += 1
             raise
-        return fresh
 
-    async def _mail_and_rcpt(self, client: aiosmtplib.SMTP, email: OutgoingEmail) -> None:
+    async def _mail_and_rcpt(
+        self, client: aiosmtplib.SMTP, email: OutgoingEmail, body: bytes
+    ) -> SendResult | None:
+        """MAIL FROM with its parameters, then RCPT TO; a result when our own check refuses."""
         options, encoding = [], "ascii"
         if _needs_smtputf8(email.envelope_from, email.recipient):
             if not client.supports_extension("smtputf8"):
-                raise aiosmtplib.SMTPNotSupported("the relay does not offer SMTPUTF8")
+                error = f"the relay {self.relay} does not offer SMTPUTF8, needed for this address"
+                return SendResult(stage=ENVELOPE, error=error, error_type=SMTPUTF8_NOT_OFFERED)
             options, encoding = ["SMTPUTF8"], "utf-8"
+        limit = size_limit(client)
+        if limit is not None and len(body) > limit:
+            error = f"message of {len(body)} bytes over the relay's SIZE limit of {limit} bytes"
+            return SendResult(stage=ENVELOPE, error=error, error_type=MESSAGE_TOO_BIG)
+        if client.supports_extension("size"):
+            options.append(f"SIZE={len(body)}")
+        if not body.isascii() and client.supports_extension("8bitmime"):
+            options.append("BODY=8BITMIME")
         await client.mail(
             email.envelope_from, options=options, encoding=encoding, timeout=self.timeout_seconds
         )
         await client.rcpt(email.recipient, encoding=encoding, timeout=self.timeout_seconds)
+        return None
 
     async def close(self) -> None:
         """Say QUIT on every idle connection and close it."""
         idle, self._idle = self._idle, []
         for client in idle:
             with contextlib.suppress(Exception):  # a connection the relay dropped: close anyway
-                await client.quit(timeout=min(self.timeout_seconds, 2.0))
+                await client.quit(timeout=min(self.timeout_seconds, _QUIT_SECONDS))
             client.close()
 
 

@@ -33,7 +33,7 @@ from console.core.domain_backoff import (
 from console.ops import metrics
 from console.store import send_guards
 from console.store.state_tables import AlertState, DomainDeferral
-from console.vocabulary import CLOSED, HALF_OPEN, LANES, OPEN
+from console.vocabulary import ACCEPTED, CLOSED, HALF_OPEN, LANES, OPEN
 
 log = logging.getLogger(__name__)
 
@@ -176,13 +176,18 @@ class SendGuard:
         reached_transport: bool,
         now: dt.datetime,
         deferral: Deferral | None = None,
+        message_level: bool = False,
     ) -> None:
-        """Feed one recorded outcome to the breaker, store the deferral it made; commit."""
+        """Feed one recorded outcome to the breaker, store the deferral it made; commit.
+
+        `message_level`: a refusal of this message alone, never the provider's failure.
+        """
         if reached_transport:
             if lane in self.probing:
+                outcome = ACCEPTED if message_level else outcome  # the relay answered
                 self._settle_probe(session, lane, outcome, code, now)
             else:
-                self._count_towards_breaker(session, lane, outcome, code, now)
+                self._count_towards_breaker(session, lane, outcome, code, now, message_level)
         if deferral is not None:
             deferred = send_guards.defer_domain(session, deferral, code, now)
             metrics.DOMAIN_DEFERRALS.inc()
@@ -209,9 +214,31 @@ class SendGuard:
             extra={"lane": lane, "outcome": outcome, "breaker_state": settled.state},
         )
 
-    def _count_towards_breaker(self, session: Session, lane: str, outcome: str, code, now):
+    def trip(self, session: Session, lane: str, now: dt.datetime, code: int | None) -> dt.datetime:
+        """Open the lane's breaker at once (the relay refused the session); commit.
+
+        Return when a probe may go: the rest of the lane waits until then.
+        """
+        self.probing.discard(lane)
+        state = self.states[lane]
+        opened = breaker.trip_now(state, self.policy.breaker, now)
+        if send_guards.write_breaker_state(session, lane, state, opened, now):
+            self.states[lane] = opened
+            self.windows[lane].clear()
+        else:  # another worker moved it first: obey what is stored
+            self.states[lane] = send_guards.read_breakers(session)[lane]
+        session.commit()
+        log.error(
+            "circuit breaker opened: the relay refused the session",
+            extra={"lane": lane, "breaker_state": OPEN, "code": code},
+        )
+        return self.states[lane].resume_at or opened.resume_at
+
+    def _count_towards_breaker(
+        self, session: Session, lane: str, outcome: str, code, now, message_level=False
+    ):
         window = self.windows[lane]
-        window.record(outcome, code)
+        window.record(outcome, code, message_level)
         state = self.states[lane]
         opened = breaker.should_trip(state, window, self.policy.breaker, now)
         if opened is None:

@@ -22,24 +22,18 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from console.config import Settings
 from console.core.classify import classify
-from console.core.outcomes import Classification
-from console.core.rejections import refuses_the_mailbox
+from console.core.lifecycle import Decision
 from console.core.send_result import SendResult
 from console.mail.catalog import TemplateCatalog, catalog_for, default_catalog
 from console.models import utcnow
 from console.ops import metrics
-from console.store import (
-    attempt_records,
-    claims,
-    suppression_lookup,
-    suppressions,
-)
+from console.store import attempt_records, claims, suppression_lookup
 from console.store.database import make_engine, make_session_factory
 from console.store.serial_writes import SerialWrites
 from console.transports.base import OutgoingEmail, Transport
 from console.transports.factory import make_transport
 from console.transports.smtp import envelope_address
-from console.vocabulary import CLAIMED, DATA_SENT, ENVELOPE
+from console.vocabulary import CLAIMED, DATA_SENT, ENVELOPE, PENDING
 from console.worker.compose import compose
 from console.worker.crash_points import CrashPoint
 from console.worker.decision_log import log_decision, log_expired_lease, log_stale_attempt
@@ -47,6 +41,7 @@ from console.worker.decisions import SendDecisions
 from console.worker.eligibility import EligibilityPolicy
 from console.worker.guard import GuardPolicy, SendGuard
 from console.worker.housekeeping import housekeeping, new_worker_id
+from console.worker.outcome_writer import OutcomeWriter
 from console.worker.settings import WorkerSettings
 from console.worker.tick import FinishedAttempt, TickReport
 
@@ -86,6 +81,9 @@ class Worker:
         self.decisions = SendDecisions(self.catalog, settings.retry, self.eligibility, random)
         self.worker_id = worker_id or new_worker_id()
         self.guard = SendGuard(guard_policy, self.worker_id) if guard_policy else None
+        self._outcomes = OutcomeWriter(settings, self.guard, getattr(transport, "relay", "relay"))
+        self._refused_lanes: dict[str, dt.datetime] = {}  # lane -> when its intents may go
+        self._reconnects_counted = 0
         self.started_at = clock()
         self._crash_if = CrashPoint(crash_at)
         self._stopping = threading.Event()
@@ -192,10 +190,13 @@ class Worker:
         held_back: list[tuple[claims.Claim, dt.datetime]] = []  # their domain deferred
         records: list[asyncio.Future] = []
 
+        self._refused_lanes = {}
+
         async def one_connection() -> None:
             while waiting and not self.stopping:
                 claim = waiting.popleft()
-                until = self._deferral_of(claim.intent.recipient)
+                until = self._refused_lanes.get(claim.intent.lane)
+                until = until or self._deferral_of(claim.intent.recipient)
                 if until is not None:
                     held_back.append((claim, until))
                 else:
@@ -210,7 +211,15 @@ class Worker:
             if self._marks is not None:
                 self._marks.close()
                 self._marks = None
+            self._count_reconnects()
         report.released = self._release(list(waiting), held_back)
+
+    def _count_reconnects(self) -> None:
+        """Add the connections the transport replaced since the last batch to /metrics."""
+        reconnects = getattr(self.transport, "reconnects", 0)
+        if reconnects > self._reconnects_counted:
+            metrics.SMTP_RECONNECTS.inc(reconnects - self._reconnects_counted)
+        self._reconnects_counted = reconnects
 
     def _deferral_of(self, recipient: str) -> dt.datetime | None:
         """When the recipient's domain deferred during this batch: the deferral's end."""
@@ -245,16 +254,28 @@ class Worker:
             duration_seconds = (result.duration_ms or 0) / 1000
             metrics.record_attempt(classification.outcome, claim.intent.lane, duration_seconds)
             now = self.clock()
-            decision = self.decisions.after_attempt(
-                claim.intent, claim.attempt_number, classification, now
-            )
+            if classification.blames_session:
+                decision = self._wait_uncharged(claim, classification.reason, now)
+            else:
+                decision = self.decisions.after_attempt(
+                    claim.intent, claim.attempt_number, classification, now
+                )
         deferral = None
-        if self.guard and result.stage != CLAIMED:
+        if self.guard and result.stage != CLAIMED and not classification.blames_session:
             recipient, outcome_name = claim.intent.recipient, classification.outcome
             deferral = self.guard.note_domain_outcome(recipient, outcome_name, result.code, now)
         self._crash_if("before_record")
         outcome = FinishedAttempt(claim, result, classification, decision, now, deferral)
         records.append(asyncio.ensure_future(self._record(outcome, report)))
+
+    def _wait_uncharged(self, claim: claims.Claim, reason: str, now: dt.datetime) -> Decision:
+        """The relay refused the session: the intent waits, the rest of its lane too."""
+        delay = self.decisions.retry.backoff.delay_seconds(
+            claim.attempt_number, self.decisions.random
+        )
+        due_at = now + dt.timedelta(seconds=delay)
+        self._refused_lanes[claim.intent.lane] = due_at
+        return Decision(PENDING, f"waiting, not charged as an attempt: {reason}", due_at, True)
 
     async def _send(self, claim: claims.Claim) -> SendResult:
         """Compose the email and hand it to the transport; a compose failure is its result."""
@@ -271,7 +292,7 @@ class Worker:
 
     async def _record(self, outcome: FinishedAttempt, report: TickReport) -> None:
         claim, decision = outcome.claim, outcome.decision
-        if not await self._writes.submit(self._record_and_guard, outcome):
+        if not await self._writes.submit(self._outcomes.write, outcome):
             report.stale += 1
             outcome_name = outcome.classification.outcome
             log_stale_attempt(claim.intent.id, claim.attempt_id, outcome_name)
@@ -286,39 +307,6 @@ class Worker:
             outcome.result.code,
             outcome.now,
         )
-
-    def _suppresses(self, result: SendResult, classification: Classification) -> bool:
-        """Whether this refusal puts the recipient on the suppression list."""
-        enabled = self.settings.suppress_refused_mailboxes
-        return enabled and refuses_the_mailbox(result, classification)
-
-    def _record_and_guard(self, connection: Connection, outcome: FinishedAttempt) -> bool:
-        """T2, then feed the outcome to the breaker and per-domain back-off (writes thread)."""
-        claim, result = outcome.claim, outcome.result
-        recorded = attempt_records.record_outcome(
-            connection, claim, result, outcome.classification, outcome.decision, outcome.now
-        )
-        if recorded and self._suppresses(result, outcome.classification):
-            reply = f"{result.code} {result.reply_text or ''}".strip()
-            suppressions.suppress_refused_mailbox(
-                connection,
-                recipient=claim.intent.recipient,
-                reply=reply,
-                attempt_id=claim.attempt_id,
-                now=outcome.now,
-            )
-        if recorded and self.guard:
-            with Session(bind=connection) as session:
-                self.guard.after_outcome(
-                    session,
-                    lane=claim.intent.lane,
-                    outcome=outcome.classification.outcome,
-                    code=result.code,
-                    reached_transport=result.stage != CLAIMED,
-                    now=outcome.now,
-                    deferral=outcome.deferral,
-                )
-        return recorded
 
     async def _on_stage(self, email: OutgoingEmail, stage: str) -> None:
         if stage == ENVELOPE:

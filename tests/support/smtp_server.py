@@ -40,6 +40,7 @@ import argparse
 import asyncio
 import collections
 import dataclasses
+import functools
 import itertools
 import json
 import logging
@@ -80,6 +81,8 @@ class Received:
     recipient: str
     result: str  # "250", "451", ..., "stall" or "hangup"
     queue_id: str | None = None
+    mail_options: tuple[str, ...] = ()  # the MAIL FROM parameters: SIZE=, BODY=, SMTPUTF8
+    content: bytes | None = dataclasses.field(default=None, repr=False)  # in memory only
 
 
 def _reply(code: int, text: str | None, queue_id: str = "") -> str:
@@ -138,10 +141,26 @@ class ScriptedHandler:
         self._queue_id_prefix = secrets.token_hex(4).upper()  # new at every server start
         self._queue_ids = itertools.count(1)
         self._lock = threading.Lock()
+        self.ehlo_names: list[str] = []  # every name a client gave in EHLO/HELO
+        self.commands: collections.Counter[str] = collections.Counter()  # RSET, QUIT, ...
 
     def next_queue_id(self) -> str:
         """A queue id such as ``Q3F9A1C2B000001``: never repeated, also after a restart."""
         return f"Q{self._queue_id_prefix}{next(self._queue_ids):06X}"
+
+    async def handle_EHLO(self, server, session, envelope, hostname, responses):  # noqa: N802
+        session.host_name = hostname  # aiosmtpd leaves this to a handler with an EHLO hook
+        self.ehlo_names.append(hostname)
+        self.commands["EHLO"] += 1
+        return responses
+
+    async def handle_RSET(self, server, session, envelope):  # noqa: N802
+        self.commands["RSET"] += 1
+        return "250 OK"
+
+    async def handle_QUIT(self, server, session, envelope):  # noqa: N802
+        self.commands["QUIT"] += 1
+        return "221 Bye"
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):  # noqa: N802
         behaviour = self.script.next_for(address)
@@ -159,24 +178,31 @@ class ScriptedHandler:
         match = _MESSAGE_ID.search(envelope.content.partition(b"\r\n\r\n")[0])
         message_id = match.group(1).decode() if match else None
         recipient = envelope.rcpt_tos[0] if envelope.rcpt_tos else ""
+        received = functools.partial(
+            Received,
+            mail_options=tuple(envelope.mail_options),
+            content=bytes(envelope.original_content or envelope.content),
+        )
         if behaviour == "hangup":
-            self._keep(Received(message_id, recipient, "hangup"))
+            self._keep(received(message_id, recipient, "hangup"))
             server.transport.abort()
             return "250 never sent"
         if behaviour == "stall":
-            self._keep(Received(message_id, recipient, "stall"))
+            self._keep(received(message_id, recipient, "stall"))
             await asyncio.sleep(self.stall_seconds)
             return "250 2.0.0 Ok: too late"
         code, text = _parse_code(behaviour)
         queue_id = self.next_queue_id() if code == 250 else None
-        self._keep(Received(message_id, recipient, str(code), queue_id))
+        self._keep(received(message_id, recipient, str(code), queue_id))
         return _reply(code, text, queue_id or "")
 
     def _keep(self, received: Received) -> None:
         with self._lock:
             self.received.append(received)
             if self._record is not None:
-                self._record.write(json.dumps(dataclasses.asdict(received)) + "\n")
+                fields = dataclasses.asdict(received)
+                del fields["content"]
+                self._record.write(json.dumps(fields) + "\n")
 
     def close(self) -> None:
         if self._record is not None:
@@ -213,8 +239,12 @@ class ScriptedSMTPServer:
         auth: tuple[str, str] | None = None,
         tls_context: ssl.SSLContext | None = None,
         starttls_context: ssl.SSLContext | None = None,
+        smtputf8: bool = True,
+        size_limit: int | None = None,
     ) -> None:
         self.host, self.port = host, port
+        self._smtputf8 = smtputf8
+        self._size_limit = size_limit
         self.script = Script(script)
         self.handler = ScriptedHandler(self.script, record_path, stall_seconds)
         self._auth = auth
@@ -246,7 +276,9 @@ class ScriptedSMTPServer:
 
     def _protocol(self) -> SMTP:
         self.connections_opened += 1
-        options = dict(hostname="smtp.test", enable_SMTPUTF8=True)
+        options = dict(hostname="smtp.test", enable_SMTPUTF8=self._smtputf8)
+        if self._size_limit is not None:
+            options.update(data_size_limit=self._size_limit)
         if self._auth:
             options.update(authenticator=_Authenticator(*self._auth), auth_require_tls=False)
         if self._starttls_context:
@@ -308,7 +340,8 @@ def read_records(record_path: str | os.PathLike[str]) -> list[Received]:
     if not path.exists():
         return []
     lines = path.read_text().splitlines()
-    return [Received(**json.loads(line)) for line in lines if line.strip()]
+    records = [json.loads(line) for line in lines if line.strip()]
+    return [Received(**dict(r, mail_options=tuple(r.get("mail_options", ())))) for r in records]
 
 
 def delivered_counts(record_path: str | os.PathLike[str]) -> collections.Counter[str]:

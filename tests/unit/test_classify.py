@@ -113,7 +113,8 @@ RECIPES_TABLE = [
     # recipient's own SMTPRecipientRefused from the low-level rcpt() call.
     ("5yz at RCPT for some recipients", RCPT_550, ENVELOPE, PERMANENT),
     ("4yz at MAIL", aiosmtplib.SMTPSenderRefused(451, "4.3.0", "a@b.c"), ENVELOPE, TRANSIENT),
-    ("5yz at MAIL", aiosmtplib.SMTPSenderRefused(553, "5.1.8", "a@b.c"), ENVELOPE, PERMANENT),
+    # 5yz at MAIL refuses our sender, not the recipient: pause, never fail (issue 14)
+    ("5yz at MAIL", aiosmtplib.SMTPSenderRefused(553, "5.1.8", "a@b.c"), ENVELOPE, TRANSIENT),
     (
         "hangs up after the body",
         aiosmtplib.SMTPServerDisconnected("Unexpected EOF received"),

@@ -1,0 +1,88 @@
+"""T2 and what follows it, on the worker's writes thread.
+
+For each finished attempt: record the outcome (compare-and-set on the lease), put a
+mailbox the relay called unknown on the suppression list, feed the breaker and the
+per-domain back-off, and raise the alerts that name the relay's reply. A refusal of
+the session (``Classification.blames_session``) is not recorded as an attempt: the
+lane's breaker opens at once, the intent waits uncharged, an operator is told.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import Connection
+from sqlalchemy.orm import Session
+
+from console.core.classify import SMTPUTF8_NOT_OFFERED
+from console.core.rejections import refuses_the_mailbox
+from console.ops import relay_alerts
+from console.store import attempt_records, refused_sessions, suppressions
+from console.vocabulary import CLAIMED
+from console.worker.guard import SendGuard
+from console.worker.settings import WorkerSettings
+from console.worker.tick import FinishedAttempt
+
+log = logging.getLogger("console.worker.loop")
+
+
+class OutcomeWriter:
+    """Writes what each attempt's outcome calls for; each call is one unit of work."""
+
+    def __init__(self, settings: WorkerSettings, guard: SendGuard | None, relay: str) -> None:
+        self.settings = settings
+        self.guard = guard
+        self.relay = relay
+
+    def write(self, connection: Connection, outcome: FinishedAttempt) -> bool:
+        """Record `outcome`; False when this worker's lease was lost (a stale write)."""
+        if outcome.classification.blames_session:
+            return self._hold_after_session_refusal(connection, outcome)
+        claim, result, classification = outcome.claim, outcome.result, outcome.classification
+        recorded = attempt_records.record_outcome(
+            connection, claim, result, classification, outcome.decision, outcome.now
+        )
+        if not recorded:
+            return False
+        if self.settings.suppress_refused_mailboxes and refuses_the_mailbox(result, classification):
+            suppressions.suppress_refused_mailbox(
+                connection,
+                recipient=claim.intent.recipient,
+                reply=f"{result.code} {result.reply_text or ''}".strip(),
+                attempt_id=claim.attempt_id,
+                now=outcome.now,
+            )
+        with Session(bind=connection) as session:
+            if result.error_type == SMTPUTF8_NOT_OFFERED:
+                relay_alerts.raise_smtputf8_missing(session, relay=self.relay, now=outcome.now)
+                session.commit()
+            if self.guard:
+                self.guard.after_outcome(
+                    session,
+                    lane=claim.intent.lane,
+                    outcome=classification.outcome,
+                    code=result.code,
+                    reached_transport=result.stage != CLAIMED,
+                    now=outcome.now,
+                    deferral=outcome.deferral,
+                    message_level=classification.blamed == "message",
+                )
+        return True
+
+    def _hold_after_session_refusal(self, connection: Connection, outcome: FinishedAttempt):
+        """Open the lane's breaker, give the intent back uncharged, raise the alert."""
+        claim, result, now = outcome.claim, outcome.result, outcome.now
+        lane = claim.intent.lane
+        reply = f"{result.code} {result.reply_text or ''}".strip()
+        due_at = outcome.decision.next_attempt_at or now
+        with Session(bind=connection) as session:
+            if self.guard:
+                due_at = max(due_at, self.guard.trip(session, lane, now, result.code))
+            released = refused_sessions.release_refused(
+                session.connection(), claim, now, due_at, outcome.decision.reason or reply
+            )
+            relay_alerts.raise_relay_refused(
+                session, lane=lane, reply=reply, reason=outcome.classification.reason, now=now
+            )
+            session.commit()
+        return released

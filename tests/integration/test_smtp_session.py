@@ -1,0 +1,160 @@
+"""The SMTP transport as a good citizen, against the scripted aiosmtpd server: the EHLO
+name, SIZE= in MAIL FROM, one connection carried through refusals (RSET), QUIT on close,
+a broken connection replaced and counted."""
+
+from __future__ import annotations
+
+import asyncio
+import email
+import email.policy
+
+import pytest
+
+from console.core.classify import MESSAGE_TOO_BIG, SMTPUTF8_NOT_OFFERED, classify
+from console.transports.base import OutgoingEmail
+from console.transports.smtp import SmtpTransport
+from console.vocabulary import ENVELOPE, PERMANENT, REPLY_READ
+from tests.support.smtp_server import ScriptedSMTPServer
+
+TIMEOUT_SECONDS = 2.0
+
+
+def outgoing(recipient: str, body: bytes | None = None, number: int = 1) -> OutgoingEmail:
+    message_id = f"<m{number}@example.com>"
+    raw = (
+        body
+        or (
+            f"From: shop@example.com\r\nTo: {recipient}\r\nSubject: hi\r\n"
+            f"Message-ID: {message_id}\r\n\r\nhello\r\n"
+        ).encode()
+    )
+    return OutgoingEmail(
+        intent_id=number,
+        attempt_id=number,
+        message_id=message_id,
+        idempotency_key=f"k{number}",
+        mail_from="shop@example.com",
+        envelope_from="shop@example.com",
+        recipient=recipient,
+        subject="hi",
+        text="hello",
+        html=None,
+        created_at_epoch=0.0,
+        as_bytes=lambda: raw,
+    )
+
+
+async def _stage(email, stage):
+    return None
+
+
+def send_all(transport: SmtpTransport, emails: list[OutgoingEmail], close: bool = True):
+    async def run():
+        results = [await transport.send(one, _stage) for one in emails]
+        if close:
+            await transport.close()
+        return results
+
+    return asyncio.run(run())
+
+
+def test_ehlo_says_the_configured_name():
+    with ScriptedSMTPServer() as server:
+        transport = SmtpTransport(server.url, ehlo_name="mta.example.org")
+        send_all(transport, [outgoing("ada@example.com")])
+        assert server.handler.ehlo_names == ["mta.example.org"]
+
+
+def test_ehlo_defaults_to_a_dotted_name_or_an_address_literal():
+    with ScriptedSMTPServer() as server:
+        transport = SmtpTransport(server.url)
+        send_all(transport, [outgoing("ada@example.com")])
+        (name,) = server.handler.ehlo_names
+        assert name.startswith("[") or ("." in name and name != "localhost.localdomain"), name
+
+
+def test_size_is_declared_when_offered():
+    with ScriptedSMTPServer(size_limit=100_000) as server:
+        results = send_all(SmtpTransport(server.url), [outgoing("ada@example.com")])
+        assert results[0].code == 250
+        (received,) = server.received
+        size = len(outgoing("ada@example.com").as_bytes())
+        assert f"SIZE={size}" in received.mail_options
+
+
+def test_a_message_over_the_advertised_size_fails_before_data():
+    big = b"Subject: big\r\n\r\n" + b"x" * 2000 + b"\r\n"
+    with ScriptedSMTPServer(size_limit=1000) as server:
+        transport = SmtpTransport(server.url)
+        results = send_all(
+            transport, [outgoing("ada@example.com", big), outgoing("bob@example.com", number=2)]
+        )
+        too_big, fine = results
+        assert too_big.stage == ENVELOPE and too_big.error_type == MESSAGE_TOO_BIG
+        assert "1000" in too_big.error and classify(too_big).outcome == PERMANENT
+        assert fine.stage == REPLY_READ and fine.code == 250
+        assert [r.recipient for r in server.received] == ["bob@example.com"]
+        assert server.connections_opened == 1
+
+
+def test_refusals_are_followed_by_rset_on_the_same_connection_and_quit_on_close():
+    script = {
+        "gone@example.com": ["rcpt:550"],
+        "later@example.com": ["rcpt:451"],
+        "spam@example.com": ["554"],
+    }
+    with ScriptedSMTPServer(script=script) as server:
+        transport = SmtpTransport(server.url, timeout_seconds=TIMEOUT_SECONDS)
+        recipients = ["gone@example.com", "ada@example.com", "later@example.com"]
+        recipients += ["spam@example.com", "bob@example.com"]
+        emails = [outgoing(r, number=n) for n, r in enumerate(recipients, 1)]
+        results = send_all(transport, emails)
+        assert [r.code for r in results] == [550, 250, 451, 554, 250]
+        assert server.connections_opened == 1
+        assert server.handler.commands["RSET"] == 3
+        assert server.handler.commands["QUIT"] == 1
+        assert transport.reconnects == 0
+
+
+def test_a_broken_connection_is_replaced_and_counted():
+    script = {"drop@example.com": ["hangup"], "busy@example.com": ["421"]}
+    with ScriptedSMTPServer(script=script, stall_seconds=0.5) as server:
+        transport = SmtpTransport(server.url, timeout_seconds=TIMEOUT_SECONDS)
+        recipients = ["drop@example.com", "ada@example.com", "busy@example.com"]
+        recipients += ["bob@example.com"]
+        emails = [outgoing(r, number=n) for n, r in enumerate(recipients, 1)]
+        results = send_all(transport, emails)
+        assert [r.code for r in results] == [None, 250, 421, 250]
+        assert server.connections_opened == 3
+        assert transport.reconnects == 2
+
+
+def test_a_relay_without_smtputf8_fails_that_recipient_only_and_keeps_the_connection():
+    with ScriptedSMTPServer(smtputf8=False) as server:
+        transport = SmtpTransport(server.url)
+        results = send_all(
+            transport, [outgoing("zoë@example.com"), outgoing("ada@example.com", number=2)]
+        )
+        refused, fine = results
+        assert refused.error_type == SMTPUTF8_NOT_OFFERED and refused.stage == ENVELOPE
+        classification = classify(refused)
+        assert classification.outcome == PERMANENT and "SMTPUTF8" in classification.reason
+        assert fine.code == 250 and server.connections_opened == 1
+
+
+def test_an_8bit_message_declares_body_8bitmime_and_smtputf8():
+    raw = "From: shop@example.com\r\nTo: zoë@example.com\r\nSubject: hi\r\n\r\nhi\r\n".encode()
+    with ScriptedSMTPServer() as server:
+        results = send_all(SmtpTransport(server.url), [outgoing("zoë@example.com", raw)])
+        assert results[0].code == 250
+        (received,) = server.received
+        assert "SMTPUTF8" in received.mail_options and "BODY=8BITMIME" in received.mail_options
+        parsed = email.message_from_bytes(received.content, policy=email.policy.default)
+        assert parsed["To"] == "zoë@example.com"
+
+
+@pytest.mark.parametrize("limit", [0, None])
+def test_no_size_limit_means_no_refusal(limit):
+    with ScriptedSMTPServer(size_limit=limit) as server:
+        results = send_all(SmtpTransport(server.url), [outgoing("ada@example.com")])
+        assert results[0].code == 250
