@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from console.events.keys import ec_public_key, svix_secret
 from console.instance_files import default_secret, secret_key_setting
 
 log = logging.getLogger(__name__)
@@ -189,6 +190,11 @@ class Settings:
     sns_topic_arns: tuple[str, ...] = ()
     webhook_secret: str | None = None
     webhook_tolerance_seconds: float = 300.0
+    resend_webhook_secret: str | None = None  # native provider webhooks (docs/provider-events.md)
+    postmark_webhook_user: str | None = None
+    postmark_webhook_password: str | None = None
+    mailgun_signing_key: str | None = None
+    sendgrid_public_key: str | None = None
     # operations: metrics, health, retention, alerts, breaker, per-domain back-off
     metrics_cache_seconds: float = 10.0
     health_max_tick_age_seconds: float = 60.0
@@ -250,6 +256,11 @@ _PARSERS = {
     "CONSOLE_SNS_TOPIC_ARNS": ("sns_topic_arns", _comma_list),
     "CONSOLE_WEBHOOK_SECRET": ("webhook_secret", _string),
     "CONSOLE_WEBHOOK_TOLERANCE_SECONDS": ("webhook_tolerance_seconds", _positive_float),
+    "CONSOLE_RESEND_WEBHOOK_SECRET": ("resend_webhook_secret", svix_secret),
+    "CONSOLE_POSTMARK_WEBHOOK_USER": ("postmark_webhook_user", _string),
+    "CONSOLE_POSTMARK_WEBHOOK_PASSWORD": ("postmark_webhook_password", _string),
+    "CONSOLE_MAILGUN_SIGNING_KEY": ("mailgun_signing_key", _string),
+    "CONSOLE_SENDGRID_PUBLIC_KEY": ("sendgrid_public_key", ec_public_key),
     "CONSOLE_METRICS_CACHE_SECONDS": ("metrics_cache_seconds", _non_negative_float),
     "CONSOLE_HEALTH_MAX_TICK_AGE_SECONDS": ("health_max_tick_age_seconds", _positive_float),
     "CONSOLE_RETENTION_DAYS": ("retention_days", _positive_float),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import email.utils
 from typing import Any
 
 DELIVERED = "delivered"
@@ -93,12 +94,13 @@ def normalize_message_id(value: Any) -> str | None:
 
 
 def single_address(values: Any) -> str | None:
-    """The one address of a list that holds exactly one, else None."""
+    """The one address of a list that holds exactly one ("Ada <ada@x>" gives ada@x), else None."""
     if isinstance(values, str):
         values = [values]
     if not isinstance(values, list) or len(values) != 1 or not isinstance(values[0], str):
         return None
-    return values[0].strip() or None
+    address = email.utils.parseaddr(values[0])[1] or values[0]
+    return address.strip()[:320] or None
 
 
 def clip(value: Any, limit: int) -> str | None:

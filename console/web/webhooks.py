@@ -1,8 +1,13 @@
-"""Provider event endpoints: Amazon SES through SNS, and the generic signed webhook.
+"""Provider event endpoints: SES through SNS, the generic webhook, and native providers.
 
-Both are authenticated by signature, not by a session, so they are exempt from
-CSRF. Each answers 2xx only after the transaction holding the events commits;
-any failure before that answers 4xx/5xx and the provider delivers again.
+``/webhooks/ses`` (SNS signatures), ``/webhooks/generic`` (our HMAC),
+``/webhooks/resend`` (Svix signatures), ``/webhooks/postmark`` (HTTP basic
+auth), ``/webhooks/mailgun`` (Mailgun's HMAC and token), ``/webhooks/sendgrid``
+(ECDSA). Each is authenticated by its provider's scheme, not by a session, so
+they are exempt from CSRF; one whose secret is not configured answers 503.
+Each answers 2xx only after the transaction holding the events commits; any
+failure before that answers 4xx/5xx and the provider delivers again. A signed
+request already recorded within the replay window is refused with 409.
 """
 
 from __future__ import annotations
@@ -12,7 +17,18 @@ import time
 
 from flask import Blueprint, current_app, jsonify, request
 
-from console.events import EventRejected, ReportedEvent, ses, sns, webhook
+from console.events import (
+    EventRejected,
+    ReportedEvent,
+    mailgun,
+    postmark,
+    resend,
+    sendgrid,
+    ses,
+    sns,
+    webhook,
+)
+from console.events.replay import ReplayGuard
 from console.store.events import record_events
 from console.web.extensions import current_settings, db
 from console.web.security import csrf_exempt
@@ -23,20 +39,58 @@ bp = Blueprint("webhooks", __name__, url_prefix="/webhooks")
 csrf_exempt(bp)
 
 MAX_BODY_BYTES = 512 * 1024  # an SNS message is at most 256 KiB
+MAX_BATCH_BYTES = 4 * 1024 * 1024  # a SendGrid batch (SendGrid posts up to about 768 KiB)
 CERTIFICATES_EXTENSION = "console.sns_certificates"  # a sns.CertificateCache
 SUBSCRIBE_VISITOR_EXTENSION = "console.sns_subscribe_visitor"  # a sns.UrlVisitor
+REPLAYS_EXTENSION = "console.webhook_replays"  # provider -> ReplayGuard
 
 
-def _body() -> bytes:
-    body = request.stream.read(MAX_BODY_BYTES + 1)
-    if len(body) > MAX_BODY_BYTES:
-        raise EventRejected(f"the body is larger than {MAX_BODY_BYTES} bytes", 413)
+def _body(limit: int = MAX_BODY_BYTES) -> bytes:
+    body = request.stream.read(limit + 1)
+    if len(body) > limit:
+        raise EventRejected(f"the body is larger than {limit} bytes", 413)
     return body
 
 
 def _sns_verifier() -> sns.SnsVerifier:
     certificates = current_app.extensions.setdefault(CERTIFICATES_EXTENSION, sns.CertificateCache())
     return sns.SnsVerifier(current_settings().sns_topic_arns, certificates)
+
+
+def _not_configured(*variables: str):
+    names = " and ".join(variables)
+    return jsonify(error=f"the webhook is not configured: set {names}"), 503
+
+
+def _replays(provider: str) -> ReplayGuard:
+    guards = current_app.extensions.setdefault(REPLAYS_EXTENSION, {})
+    window = current_settings().webhook_tolerance_seconds
+    return guards.setdefault(provider, ReplayGuard(2 * window))
+
+
+def _record(
+    events: list[ReportedEvent],
+    *,
+    provider: str | None = None,
+    key: str = "",
+    refuse_duplicates: bool = False,
+):
+    """Record verified events and answer 200 once committed; refuse a replayed request.
+
+    A signed request is a replay when its key (`provider`, `key`) was recorded
+    within the window; an unsigned one (`refuse_duplicates`) when every event
+    it carries was recorded before.
+    """
+    now = time.time()
+    if provider is not None and _replays(provider).seen(key, now):
+        raise EventRejected("this signed request was already received", 409)
+    summary = record_events(db.session, events)
+    db.session.commit()
+    if provider is not None:
+        _replays(provider).remember(key, now)
+    if refuse_duplicates and summary.duplicates and not summary.inserted:
+        return jsonify(error="already recorded, do not retry", **summary.as_dict()), 409
+    return jsonify(status="recorded", **summary.as_dict()), 200
 
 
 @bp.post("/ses")
@@ -58,19 +112,12 @@ def receive_sns():
     )
 
 
-def _record(events: list[ReportedEvent]):
-    """Record verified events and answer 200 once they are committed."""
-    summary = record_events(db.session, events)
-    db.session.commit()
-    return jsonify(status="recorded", **summary.as_dict()), 200
-
-
 @bp.post("/generic")
 def receive_generic():
     """Verify the HMAC of a generic event and record it once; a replayed id is refused."""
     settings = current_settings()
     if not settings.webhook_secret:
-        return jsonify(error="the webhook is not configured: set CONSOLE_WEBHOOK_SECRET"), 503
+        return _not_configured("CONSOLE_WEBHOOK_SECRET")
     body = _body()
     webhook.verify_signature(
         secret=settings.webhook_secret,
@@ -85,6 +132,81 @@ def receive_generic():
     if summary.duplicates:
         return jsonify(error="this event id was already recorded", **summary.as_dict()), 409
     return jsonify(status="recorded", **summary.as_dict()), 200
+
+
+@bp.post("/resend")
+def receive_resend():
+    """Verify a Resend (Svix) signature and record the event."""
+    settings = current_settings()
+    if not settings.resend_webhook_secret:
+        return _not_configured("CONSOLE_RESEND_WEBHOOK_SECRET")
+    body = _body()
+    headers = resend.svix_headers(request.headers)
+    resend.verify(
+        secret=settings.resend_webhook_secret,
+        message_id=headers["id"],
+        timestamp=headers["timestamp"],
+        signature=headers["signature"],
+        body=body,
+        now_epoch_seconds=time.time(),
+        tolerance_seconds=settings.webhook_tolerance_seconds,
+    )
+    event = resend.parse_event(str(headers["id"]), body)
+    return _record([event], provider=resend.SOURCE, key=f"{headers['id']}.{headers['timestamp']}")
+
+
+@bp.post("/postmark")
+def receive_postmark():
+    """Check Postmark's basic-auth credentials and record the record it posts."""
+    settings = current_settings()
+    if not (settings.postmark_webhook_user and settings.postmark_webhook_password):
+        return _not_configured("CONSOLE_POSTMARK_WEBHOOK_USER", "CONSOLE_POSTMARK_WEBHOOK_PASSWORD")
+    try:
+        postmark.check_credentials(
+            request.headers.get("Authorization"),
+            user=settings.postmark_webhook_user,
+            password=settings.postmark_webhook_password,
+        )
+    except EventRejected as error:
+        reply = _refuse(error)
+        reply[0].headers["WWW-Authenticate"] = postmark.REALM
+        return reply
+    return _record([postmark.parse_record(_body())], refuse_duplicates=True)
+
+
+@bp.post("/mailgun")
+def receive_mailgun():
+    """Verify Mailgun's signature block, refuse a used token, and record the event."""
+    settings = current_settings()
+    if not settings.mailgun_signing_key:
+        return _not_configured("CONSOLE_MAILGUN_SIGNING_KEY")
+    data = mailgun.read_body(_body())
+    token = mailgun.verify(
+        data,
+        signing_key=settings.mailgun_signing_key,
+        now_epoch_seconds=time.time(),
+        tolerance_seconds=settings.webhook_tolerance_seconds,
+    )
+    return _record([mailgun.parse_event(data)], provider=mailgun.SOURCE, key=token)
+
+
+@bp.post("/sendgrid")
+def receive_sendgrid():
+    """Verify SendGrid's ECDSA signature and record each event of the batch once."""
+    settings = current_settings()
+    if not settings.sendgrid_public_key:
+        return _not_configured("CONSOLE_SENDGRID_PUBLIC_KEY")
+    body = _body(MAX_BATCH_BYTES)
+    signature = request.headers.get(sendgrid.SIGNATURE_HEADER)
+    sendgrid.verify(
+        public_key=settings.sendgrid_public_key,
+        signature=signature,
+        timestamp=request.headers.get(sendgrid.TIMESTAMP_HEADER),
+        body=body,
+        now_epoch_seconds=time.time(),
+        tolerance_seconds=settings.webhook_tolerance_seconds,
+    )
+    return _record(sendgrid.parse_batch(body), provider=sendgrid.SOURCE, key=str(signature))
 
 
 @bp.errorhandler(EventRejected)

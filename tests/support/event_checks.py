@@ -13,7 +13,9 @@ from console.vocabulary import SUBMITTED
 from tests.support.provider_fixtures import sns_signer
 
 
-def make_intent(session_factory, *, to="ada@example.com", status=SUBMITTED, provider_id=None):
+def make_intent(
+    session_factory, *, to="ada@example.com", status=SUBMITTED, provider_id=None, message_id=None
+):
     """Enqueue an intent to `to` and put it in `status` with `provider_id`; return its id."""
     with session_factory() as session:
         intent = enqueue(
@@ -25,6 +27,10 @@ def make_intent(session_factory, *, to="ada@example.com", status=SUBMITTED, prov
             .where(Intent.id == intent.id)
             .values(status=status, provider_message_id=provider_id)
         )
+        if message_id:  # as if the provider reported our own Message-ID
+            session.execute(
+                update(Intent).where(Intent.id == intent.id).values(message_id=message_id)
+            )
         session.commit()
         return intent.id
 

@@ -1,0 +1,33 @@
+"""Parsers of the native webhooks' keys, so a bad one stops the console at start-up.
+
+``console.config`` reads the variables and calls these; each returns the value
+to keep or raises ``ConfigError`` naming the variable. Imports stay inside the
+functions: reading the settings loads neither ``cryptography`` nor Flask.
+"""
+
+from __future__ import annotations
+
+
+def svix_secret(name: str, raw: str) -> str:
+    """A Resend (Svix) signing secret: ``whsec_`` followed by base64."""
+    from console.events.resend import decode_secret
+
+    return _checked(name, raw, decode_secret)
+
+
+def ec_public_key(name: str, raw: str) -> str:
+    """SendGrid's verification key: an ECDSA P-256 public key, base64 DER or PEM."""
+    from console.events.sendgrid import load_public_key
+
+    return _checked(name, raw, load_public_key)
+
+
+def _checked(name: str, raw: str, check) -> str:
+    from console.config import ConfigError
+
+    value = raw.strip()
+    try:
+        check(value)
+    except ValueError as error:
+        raise ConfigError(f"{name}: {error}") from None
+    return value
