@@ -1,0 +1,1 @@
+"""Provider payloads of the event tests, one module per provider, each naming its sources."""
