@@ -10,12 +10,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppression
+from console.store.duplicate_sends import possible_duplicates_of, timeline_fact
 
 
 @dataclasses.dataclass(frozen=True)
 class TimelineEntry:
     at: dt.datetime
-    kind: str  # created | attempt | provider_event | suppression | operator
+    kind: str  # created | attempt | provider_event | suppression | operator | duplicate
     title: str
     facts: list[tuple[str, Any]]  # label -> value, only the present ones
     actor: str | None = None
@@ -53,6 +54,7 @@ def intent_detail(session: Session, intent_id: int) -> IntentDetail | None:
     timeline += [_provider_event_entry(event) for event in events]
     timeline += [_operator_entry(entry) for entry in actions]
     timeline += _suppression_entries(intent, suppression)
+    timeline += [_duplicate_entry(d) for d in possible_duplicates_of(session, intent_id)]
     timeline.sort(key=lambda entry: entry.at)
     return IntentDetail(intent, timeline, suppression, len(attempt_entries))
 
@@ -137,3 +139,8 @@ def _suppression_entries(intent: Intent, suppression: Suppression | None) -> lis
         facts = _facts(("reason", intent.status_reason))
         entries.append(TimelineEntry(at, "suppression", "Held back: suppressed", facts))
     return entries
+
+
+def _duplicate_entry(duplicate) -> TimelineEntry:
+    title, facts = timeline_fact(duplicate)
+    return TimelineEntry(duplicate.at, "duplicate", title, _facts(*facts))

@@ -288,7 +288,7 @@ def test_background_jobs_check_alerts_and_run_retention(sqlite_url, tmp_path):
     session_factory = make_session_factory(engine)
     with session_factory() as session:
         add_intent(session, DEAD, updated_at=utcnow())
-        add_intent(session, "submitted", created_at=utcnow() - dt.timedelta(days=400))
+        add_intent(session, "submitted", created_at=utcnow() - dt.timedelta(days=40))
         session.commit()
     jobs = OpsJobs(settings).start(first_retention_delay_seconds=0)
     try:
