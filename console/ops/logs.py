@@ -9,6 +9,12 @@ decisions, never a recipient, a body or template params — and every string tha
 is written passes through the redactor, which removes credentials: the password
 of any URL (``smtp://user:secret@host``), ``password=...`` pairs, and each
 secret registered from the settings (SMTP password, secret key, webhook URL).
+
+Database errors carry data of the row they failed on: SQLAlchemy's
+``[parameters: ...]`` (engines are also created with ``hide_parameters=True``),
+PostgreSQL's ``DETAIL:`` line (``Failing row contains (...)``, ``Key (...)=(...)``)
+and the value quoted in "invalid input syntax" errors. The redactor removes
+each, so a traceback never writes a recipient, a payload or an operator's reason.
 """
 
 from __future__ import annotations
@@ -65,6 +71,22 @@ _KEY_VALUE_SECRET = re.compile(
 )
 _MIN_SECRET_LENGTH = 4
 
+# What a database error quotes from the row or the statement's parameters.
+_END_OF_ERROR = r"(?=\n\(Background on this error|\n\nThe above exception|\n\nDuring handling|\Z)"
+_SQL_PARAMETERS = re.compile(r"\[parameters: .*?" + _END_OF_ERROR, re.S)
+_DETAIL_LINE = re.compile(r"^(?P<head>\s*DETAIL:\s*).*$", re.M)
+_QUOTED_INPUT = re.compile(r'(?P<head>invalid input (?:syntax|value) for [^:\n]*:\s*)"[^"\n]*"')
+ROW_DATA_REDACTED = "[row data redacted]"
+
+
+def scrub_database_errors(text: str) -> str:
+    """Remove the parameters and row values a database error message quotes."""
+    if "[parameters: " in text:
+        text = _SQL_PARAMETERS.sub("[parameters: " + ROW_DATA_REDACTED + "]", text)
+    if "DETAIL:" in text:
+        text = _DETAIL_LINE.sub(lambda m: m["head"] + ROW_DATA_REDACTED, text)
+    return _QUOTED_INPUT.sub(lambda m: m["head"] + ROW_DATA_REDACTED, text)
+
 
 class Redactor:
     """Remove credentials and registered secrets from text."""
@@ -86,7 +108,8 @@ class Redactor:
             if secret in text:
                 text = text.replace(secret, REDACTED)
         text = _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED, text)
-        return _KEY_VALUE_SECRET.sub(lambda m: m["head"] + REDACTED, text)
+        text = _KEY_VALUE_SECRET.sub(lambda m: m["head"] + REDACTED, text)
+        return scrub_database_errors(text)
 
 
 redactor = Redactor()

@@ -104,7 +104,8 @@ def test_settings_secrets_cover_smtp_and_database_passwords(tmp_path):
         },
         instance_path=tmp_path,
     )
-    assert {"dbpass-77", "session-key-123" * 3, "smtp-pass-99"} <= set(logs.settings_secrets(settings))
+    expected = {"dbpass-77", "session-key-123" * 3, "smtp-pass-99"}
+    assert expected <= set(logs.settings_secrets(settings))
 
 
 def test_configure_twice_keeps_one_product_handler(captured):
@@ -238,3 +239,28 @@ def test_a_real_send_logs_ids_and_outcomes_but_no_secret_body_or_param(postgres_
     forbidden += [str(value) for value in PRIVATE["items"][0].values() if value != 3]
     leaked = [text for text in forbidden if text in captured]
     assert leaked == []
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "(sqlite3.OperationalError) database is locked\n[SQL: INSERT INTO suppression "
+        "(recipient, reason) VALUES (?, ?)]\n[parameters: ('ann.private@example.com', "
+        "'ann [asked] twice')]\n(Background on this error at: https://sqlalche.me/e/21/e3q8)",
+        "psycopg.errors.UniqueViolation: duplicate key value violates unique constraint\n"
+        "DETAIL:  Key (recipient)=(ann.private@example.com) already exists.",
+        "psycopg.errors.CheckViolation: new row violates check constraint\n"
+        "DETAIL:  Failing row contains (1, ann.private@example.com, ann asked twice).",
+        "psycopg.errors.InvalidTextRepresentation: invalid input syntax for type bigint: "
+        '"ann.private@example.com"',
+    ],
+)
+def test_database_errors_lose_their_parameters_and_row_values(captured, error):
+    log = logging.getLogger("console.test.logs.database")
+    try:
+        raise RuntimeError(error)
+    except RuntimeError:
+        log.exception("recording failed: %s", error)
+    text = captured.getvalue()
+    assert "ann.private" not in text and "asked twice" not in text
+    assert logs.ROW_DATA_REDACTED in lines(captured)[0]["msg"]
