@@ -35,6 +35,7 @@ class IntentRow:
     attempt_count: int
     created_at: dt.datetime
     next_attempt_at: dt.datetime
+    status_reason: str | None
 
 
 ROW_COLUMNS = [getattr(Intent, field.name) for field in dataclasses.fields(IntentRow)]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from collections.abc import Sequence
 
 from flask import Blueprint, Flask, current_app, render_template, request, url_for
@@ -14,7 +13,9 @@ from console.store import alert_states, dashboard_queries, search_filters, sende
 from console.store.send_guards import active_deferrals, read_breakers
 from console.store.state_tables import AlertState
 from console.vocabulary import STATUSES
+from console.web import display
 from console.web.auth import role_required
+from console.web.display import format_age, format_timestamp, plural
 from console.web.extensions import current_settings, db
 from console.worker.guard import domain_deferral_notices, lane_pause_notices
 
@@ -139,51 +140,8 @@ def index():
     return render_template("dashboard/index.html", **context)
 
 
-# ---- display helpers shared by every page ------------------------------------------
-
-
-def format_age(seconds: float | None) -> str:
-    """Say a duration the way people read it: "45 s", "12 min", "3 h 5 min", "2 d 4 h"."""
-    if seconds is None:
-        return "–"
-    seconds = int(max(0, seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
-    if seconds < 3600:
-        return f"{minutes} min"
-    if seconds < 86400:
-        return f"{hours} h {minutes % 60} min" if minutes % 60 else f"{hours} h"
-    return f"{days} d {hours % 24} h" if hours % 24 else f"{days} d"
-
-
-def format_percent(fraction: float | None) -> str:
-    """Show a rate to two decimals, e.g. "0.25 %"; "–" when there is none."""
-    return "–" if fraction is None else f"{fraction * 100:.2f} %"
-
-
-def format_basis_points(basis_points: int) -> str:
-    """Show a limit in basis points as a percentage, e.g. 30 -> "0.3 %"."""
-    return f"{basis_points / 100:g} %"
-
-
-def plural(count: int, noun: str) -> str:
-    """Return "1 dead letter" or "3 dead letters"."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
-def format_timestamp(value: dt.datetime | None) -> str:
-    """Show a UTC timestamp to the second, e.g. "2026-11-29 09:12:02"."""
-    if value is None:
-        return "–"
-    return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
 def init_app(app: Flask) -> None:
     """Register the dashboard and the display filters every page uses."""
-    app.add_template_filter(format_age, "age")
-    app.add_template_filter(format_timestamp, "ts")
-    app.add_template_filter(format_percent, "percent")
-    app.add_template_filter(format_basis_points, "basis_points")
+    display.init_app(app)
     app.extensions[RATES_EXTENSION] = sender_rates.CachedRates()
     app.register_blueprint(bp)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 from flask import (
     Blueprint,
     Flask,
@@ -29,13 +27,19 @@ from console.store import (
     search_filters,
     timeline,
 )
+from console.store import (
+    last_attempts as attempt_lookup,
+)
 from console.vocabulary import LANES, OPERATOR, REQUEUEABLE_STATUSES, STATUSES, VIEWER
-from console.web import security
+from console.web import next_step
 from console.web.auth import has_role, role_required
 from console.web.extensions import current_settings, db
 from console.worker import wakeup
 
 bp = Blueprint("intents", __name__, url_prefix="/intents")
+# a bulk preview's confirmation token (console.web.intents_bulk)
+BULK_TOKEN_PURPOSE = "console.bulk-preview"
+BULK_TOKEN_MAX_AGE_SECONDS = 3600.0
 
 
 @bp.get("")
@@ -51,6 +55,8 @@ def search():
     context = dict(
         filters=filters,
         page=page,
+        last_attempts=last_attempts([row.id for row in page.rows]),
+        now=utcnow(),
         error=error,
         statuses=STATUSES,
         lanes=LANES,
@@ -80,6 +86,9 @@ def _render_detail(intent_id: int, status_code: int = 200, **extra):
         requeueable=intent.status in REQUEUEABLE_STATUSES,
         suppression_warning=None,
         version=actions.version_of(intent),
+        step=_next_step(intent),
+        settings_max_age=current_settings().max_age_seconds,
+        now=utcnow(),
     )
     if context["can_act"] and context["requeueable"]:
         context["suppression_warning"] = intent_actions.suppression_warning(
@@ -87,6 +96,31 @@ def _render_detail(intent_id: int, status_code: int = 200, **extra):
         )
     context.update(extra)
     return render_template("intents/detail.html", **context), status_code
+
+
+def last_attempts(intent_ids: list[int]) -> dict:
+    """The last attempt of each intent on the page, by intent id."""
+    return attempt_lookup.last_attempts(db.session, intent_ids)
+
+
+def _next_step(intent) -> next_step.NextStep:
+    settings = current_settings()
+    try:
+        template_max_age = default_catalog().settings(intent.template).max_age_seconds
+    except TemplateError:
+        template_max_age = None
+    return next_step.next_step(
+        status=intent.status,
+        attempt_count=intent.attempt_count,
+        created_at=intent.created_at,
+        next_attempt_at=intent.next_attempt_at,
+        expires_at=intent.expires_at,
+        template=intent.template,
+        template_max_age_seconds=template_max_age,
+        max_attempts=settings.max_attempts,
+        max_age_seconds=settings.max_age_seconds,
+        now=utcnow(),
+    )
 
 
 @bp.get("/<int:intent_id>")
@@ -195,164 +229,7 @@ def reconcile(intent_id: int):
     return _finish_action(intent_id, result, _RECONCILED[resolution])
 
 
-_BULK_DONE = {"requeue": "Requeued {} intents.", "dead_letter": "Dead-lettered {} intents."}
-BULK_TOKEN_PURPOSE = "console.bulk-preview"
-BULK_TOKEN_MAX_AGE_SECONDS = 3600.0
-# How far back a preview id's use is looked for when its preview page is loaded again.
-BULK_USE_LOOKBACK = dt.timedelta(days=1)
-
-
-@bp.get("/bulk")
-@role_required(OPERATOR)
-def bulk_preview():
-    """Show what a bulk action over the filtered list would do, and ask to confirm.
-
-    The search page's bulk links carry a fresh preview id; loading the same link
-    again (the browser's Back after confirming) shows that it was confirmed
-    instead of a new confirmation.
-    """
-    action = request.args.get("action", "")
-    preview_id = request.args.get("preview") or bulk.new_preview_id()
-    if action not in bulk.BULK_ACTIONS or not bulk.valid_preview_id(preview_id):
-        abort(400, description="The link does not name a bulk action and its preview.")
-    try:
-        filters = search_filters.SearchFilters.from_args(request.args)
-    except search_filters.InvalidFilter as exc:
-        abort(400, description=str(exc))
-    used = bulk.confirmation_of(db.session, preview_id, action, since=utcnow() - BULK_USE_LOOKBACK)
-    if used is not None:
-        return _render_bulk(action, filters, confirmation=used)
-    return _render_bulk(action, filters, preview_id=preview_id)
-
-
-def _render_bulk(
-    action: str,
-    filters: search_filters.SearchFilters,
-    *,
-    preview_id: str | None = None,
-    confirmation: bulk.BulkConfirmation | None = None,
-    error: str | None = None,
-    status_code: int = 200,
-):
-    """The preview page with a fresh one-use confirmation, or the confirmation that used it."""
-    context = dict(action=action, filters=filters, confirmation=confirmation, error=error)
-    if confirmation is None:
-        preview = bulk.preview_bulk(db.session, filters, action)
-        token = security.signed_token(
-            {
-                "preview": preview_id or bulk.new_preview_id(),
-                "action": action,
-                "filters": filters.as_args(),
-                "max_id": preview.max_id,
-                "previewed_at": preview.previewed_at.isoformat(),
-                "counted": preview.will_act,
-            },
-            BULK_TOKEN_PURPOSE,
-        )
-        context.update(preview=preview, token=token)
-    return render_template("intents/bulk.html", **context), status_code
-
-
-def _previewed_at(raw: str) -> dt.datetime:
-    try:
-        value = dt.datetime.fromisoformat(raw)
-    except ValueError:
-        abort(400, description="The confirmation lacks the time of its preview.")
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-
-
-@bp.post("/bulk")
-@role_required(OPERATOR)
-def bulk_apply():
-    """Act on the previewed intents that did not change since the preview, once."""
-    if request.form.get("token"):
-        return _confirm_preview(request.form["token"])
-    # A confirmation without a preview token (a hand-made request): it acts on the
-    # intents unchanged since `previewed_at`, so the same one twice acts once.
-    action = request.form.get("action", "")
-    max_id = request.form.get("max_id", "")
-    if action not in bulk.BULK_ACTIONS or not max_id.isdigit():
-        abort(400, description="The confirmation does not name an action and its preview.")
-    try:
-        filters = search_filters.SearchFilters.from_args(request.form)
-    except search_filters.InvalidFilter as exc:
-        abort(400, description=str(exc))
-    try:
-        acted = bulk.apply_bulk(
-            db.session,
-            filters,
-            action,
-            actor=current_user.username,
-            reason=request.form.get("reason", ""),
-            max_id=int(max_id),
-            previewed_at=_previewed_at(request.form.get("previewed_at", "")),
-        )
-    except actions.ActionRefused as exc:
-        db.session.rollback()
-        return _render_bulk(action, filters, error=str(exc), status_code=422)
-    return _finish_bulk(action, filters, acted)
-
-
-def _confirm_preview(token: str):
-    """Do what the preview of `token` counted, unless that preview was confirmed already."""
-    try:
-        signed = security.read_signed_token(
-            token, BULK_TOKEN_PURPOSE, max_age_seconds=BULK_TOKEN_MAX_AGE_SECONDS
-        )
-        action, preview_id = signed["action"], signed["preview"]
-        filters = search_filters.SearchFilters.from_args(signed["filters"])
-        previewed_at = dt.datetime.fromisoformat(signed["previewed_at"])
-    except security.TokenRefused as exc:
-        action = request.form.get("action", "")
-        if action not in bulk.BULK_ACTIONS:
-            abort(400, description=f"The confirmation's preview is {exc}.")
-        try:
-            filters = search_filters.SearchFilters.from_args(request.form)
-        except search_filters.InvalidFilter as invalid:
-            abort(400, description=str(invalid))
-        message = f"This confirmation's preview is {exc}: nothing was done. Here is a new one."
-        return _render_bulk(action, filters, error=message, status_code=409)
-    used = bulk.confirmation_of(db.session, preview_id, action, since=previewed_at)
-    if used is not None:
-        return _render_bulk(action, filters, confirmation=used, status_code=409)
-    try:
-        acted = bulk.apply_bulk(
-            db.session,
-            filters,
-            action,
-            actor=current_user.username,
-            reason=request.form.get("reason", ""),
-            max_id=signed["max_id"],
-            previewed_at=previewed_at,
-            preview_id=preview_id,
-        )
-    except actions.ActionRefused as exc:
-        db.session.rollback()
-        return _render_bulk(action, filters, preview_id=preview_id, error=str(exc), status_code=422)
-    if acted == 0:  # a twin of this confirmation may have acted a moment before
-        used = bulk.confirmation_of(db.session, preview_id, action, since=previewed_at)
-        if used is not None:
-            db.session.rollback()
-            return _render_bulk(action, filters, confirmation=used, status_code=409)
-    left = signed.get("counted", acted) - acted
-    return _finish_bulk(action, filters, acted, changed_since_preview=max(left, 0))
-
-
-def _finish_bulk(
-    action: str, filters: search_filters.SearchFilters, acted: int, changed_since_preview: int = 0
-):
-    db.session.commit()
-    if acted and action == "requeue":
-        wakeup.notify()
-    flash(_BULK_DONE[action].format(acted), "success")
-    if changed_since_preview:
-        flash(
-            f"{changed_since_preview} of the intents the preview counted changed since "
-            "and were left as they are.",
-            "warning",
-        )
-    return redirect(url_for("intents.search", **filters.as_args()), code=303)
-
-
 def init_app(app: Flask) -> None:
+    from console.web import intents_bulk  # noqa: F401 - adds the bulk pages to `bp`
+
     app.register_blueprint(bp)

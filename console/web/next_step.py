@@ -1,0 +1,90 @@
+"""What happens next to an intent, in words an operator reads: pure, no IO.
+
+The worker gives an intent `CONSOLE_MAX_ATTEMPTS` attempts within
+`CONSOLE_MAX_AGE_SECONDS` of its creation; a transient failure of the attempt
+that reaches either cap makes it dead. A requeue keeps the count of attempts
+made (it counts attempts), so a requeued intent that used its attempts, or
+outlived the age cap, gets exactly one more try.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from console.vocabulary import PENDING, REQUEUEABLE_STATUSES, SENDING
+from console.web.display import format_age
+
+
+@dataclasses.dataclass(frozen=True)
+class Deadline:
+    at: dt.datetime
+    why: str  # "login-code max age 10 min", "set by the application"
+
+
+@dataclasses.dataclass(frozen=True)
+class NextStep:
+    status: str
+    attempts_made: int
+    max_attempts: int
+    next_attempt_at: dt.datetime | None  # pending: when the next attempt is due
+    retries_stop_at: dt.datetime  # the age cap: no retry after this
+    useful_until: Deadline | None  # the earlier of the application's expiry and the max age
+    expires_at: dt.datetime | None  # what the application set
+    requeue_attempts: int | None  # how many attempts a requeue gives; None: no requeue
+
+    @property
+    def next_attempt_number(self) -> int:
+        return self.attempts_made + 1
+
+    @property
+    def waiting(self) -> bool:
+        return self.status in (PENDING, SENDING)
+
+    @property
+    def next_is_last(self) -> bool:
+        """The next attempt is the last: a transient failure of it makes the intent dead."""
+        return self.next_attempt_number >= self.max_attempts or (
+            self.next_attempt_at is not None and self.next_attempt_at >= self.retries_stop_at
+        )
+
+    @property
+    def attempts_used_up(self) -> bool:
+        return self.attempts_made >= self.max_attempts
+
+
+def next_step(
+    *,
+    status: str,
+    attempt_count: int,
+    created_at: dt.datetime,
+    next_attempt_at: dt.datetime | None,
+    expires_at: dt.datetime | None,
+    template: str,
+    template_max_age_seconds: float | None,
+    max_attempts: int,
+    max_age_seconds: float,
+    now: dt.datetime,
+) -> NextStep:
+    """Say what the worker will do with the intent next, and what a requeue would give it."""
+    retries_stop_at = created_at + dt.timedelta(seconds=max_age_seconds)
+    deadlines = []
+    if template_max_age_seconds is not None:
+        at = created_at + dt.timedelta(seconds=template_max_age_seconds)
+        deadlines.append(Deadline(at, f"{template} max age {format_age(template_max_age_seconds)}"))
+    if expires_at is not None:
+        deadlines.append(Deadline(expires_at, "set by the application"))
+    requeue_attempts = None
+    if status in REQUEUEABLE_STATUSES:
+        left = max_attempts - attempt_count
+        requeue_attempts = 1 if left < 1 or now >= retries_stop_at else left
+    return NextStep(
+        status=status,
+        attempts_made=attempt_count,
+        max_attempts=max_attempts,
+        next_attempt_at=next_attempt_at if status == PENDING else None,
+        retries_stop_at=retries_stop_at,
+        useful_until=min(deadlines, key=lambda deadline: deadline.at) if deadlines else None,
+        expires_at=expires_at,
+        requeue_attempts=requeue_attempts,
+    )
