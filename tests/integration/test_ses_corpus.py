@@ -16,9 +16,9 @@ from sqlalchemy import update
 from console.models import Intent
 from tests.support.event_checks import all_events, load_intent, make_intent, suppression_map
 from tests.support.provider_fixtures import dispose, make_events_app, sns_signer
-from tests.support.provider_payloads import ses_corpus, ses_corpus_events
+from tests.support.provider_payloads import ses_corpus, ses_corpus_events, ses_corpus_projects
 
-CASES = ses_corpus.CASES + ses_corpus_events.CASES
+CASES = ses_corpus.CASES + ses_corpus_events.CASES + ses_corpus_projects.CASES
 
 
 @pytest.fixture
