@@ -20,6 +20,17 @@ if [ "${#missing[@]}" -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# A real Postfix relay for tests/e2e/test_postfix.py ("Local only", no prompt; the test
+# runs a private instance of its own and never starts the machine's). Where it cannot be
+# installed those tests skip, unless CONSOLE_TEST_REQUIRE_POSTFIX=1 (.ci/run).
+if [ ! -x /usr/sbin/postfix ]; then
+    echo "installing with apt: postfix"
+    echo "postfix postfix/main_mailer_type select Local only" | debconf-set-selections || true
+    echo "postfix postfix/mailname string localhost.localdomain" | debconf-set-selections || true
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive timeout 600 \
+        apt-get install -y -qq postfix >/dev/null; } || echo "postfix could not be installed"
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
     echo "creating $VENV"
     python3 -m venv "$VENV"

@@ -9,6 +9,7 @@ import email
 import email.policy
 
 import pytest
+from prometheus_client import generate_latest
 
 from console.core.classify import MESSAGE_TOO_BIG, SMTPUTF8_NOT_OFFERED, classify
 from console.transports.base import OutgoingEmail
@@ -158,3 +159,25 @@ def test_no_size_limit_means_no_refusal(limit):
     with ScriptedSMTPServer(size_limit=limit) as server:
         results = send_all(SmtpTransport(server.url), [outgoing("ada@example.com")])
         assert results[0].code == 250
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_the_worker_counts_reconnects_in_metrics(make_worker, session_factory, clock):
+    from console.ops import metrics
+    from console.outbox import enqueue
+
+    script = {"drop@example.com": ["hangup"]}
+    with ScriptedSMTPServer(script=script, stall_seconds=0.5) as server:
+        with session_factory() as session:
+            for number, to in enumerate(["drop@example.com", "ada@example.com"]):
+                params = {"name": "Ada", "login_url": "https://shop.example/login"}
+                enqueue(session, key=f"w:{number}", to=to, template="welcome", params=params)
+            session.commit()
+        before = metrics.SMTP_RECONNECTS._value.get()
+        transport = SmtpTransport(server.url, timeout_seconds=TIMEOUT_SECONDS)
+        clock.advance(60)
+        make_worker(transport).run_once()
+        assert server.connections_opened == 2
+        assert metrics.SMTP_RECONNECTS._value.get() - before == 1
+        exposition = generate_latest(metrics.PROCESS_REGISTRY).decode()
+        assert "console_smtp_reconnects_total" in exposition
