@@ -98,10 +98,15 @@ class SnsSigner:
         return self.sign(message, **signing)
 
     def subscription_confirmation(
-        self, *, topic: str = TOPIC_ARN, subscribe_url: str | None = None
+        self,
+        *,
+        topic: str = TOPIC_ARN,
+        subscribe_url: str | None = None,
+        kind: str = "SubscriptionConfirmation",
     ) -> dict[str, Any]:
+        """A signed SubscriptionConfirmation (or, with `kind`, UnsubscribeConfirmation)."""
         message = {
-            "Type": "SubscriptionConfirmation",
+            "Type": kind,
             "MessageId": str(uuid.uuid4()),
             "Token": "2336412f37fb687f5d51e6e2425c464de12884",
             "TopicArn": topic,
