@@ -7,6 +7,7 @@
     ambiguity = "hold"                 # or "resend"
     max_age_seconds = 1800             # optional: older mail expires unsent
     pending_age_target_seconds = 600   # optional: alert when pending mail is older
+    latency_target_seconds = 30        # optional: p99 enqueue -> accepted target (else the lane's)
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from console.config import ConfigError
 from console.vocabulary import AMBIGUITY_POLICIES, HOLD, LANES
 
 KNOWN_KEYS = frozenset(
-    {"current_version", "lane", "ambiguity", "max_age_seconds", "pending_age_target_seconds"}
-)
+    {"current_version", "lane", "ambiguity", "max_age_seconds", "pending_age_target_seconds",
+     "latency_target_seconds"}
+)  # fmt: skip
 
 
 class TemplateError(ValueError):
@@ -40,6 +42,7 @@ class TemplateSettings:
     ambiguity_policy: str = HOLD
     max_age_seconds: float | None = None
     pending_age_target_seconds: float | None = None
+    latency_target_seconds: float | None = None
 
 
 def _positive_seconds(raw: dict[str, Any], key: str) -> float | None:
@@ -73,6 +76,7 @@ def _settings_from(name: str, raw: dict[str, Any]) -> TemplateSettings:
         ambiguity_policy=policy,
         max_age_seconds=_positive_seconds(raw, "max_age_seconds"),
         pending_age_target_seconds=_positive_seconds(raw, "pending_age_target_seconds"),
+        latency_target_seconds=_positive_seconds(raw, "latency_target_seconds"),
     )
 
 

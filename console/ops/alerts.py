@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session
 from console.config import Settings
 from console.mail.catalog import TemplateCatalog, default_catalog
 from console.models import utcnow
+from console.ops.delivery_figures import latency_conditions
 from console.ops.event_alerts import endpoint_conditions
 from console.ops.relay_alerts import relay_conditions
 from console.outbox import enqueue
@@ -193,6 +194,7 @@ CHECKS = (
     breakers_open,
     provider_auth_failures,
     sender_rates_over_limit,
+    latency_conditions,  # p99 enqueue -> accepted over its target for 10 min
     relay_conditions,  # raised by the worker, naming the relay's reply
     endpoint_conditions,  # an SES topic unsubscribed, inbound mail at the events endpoint
 )

@@ -38,6 +38,7 @@ from sqlalchemy.orm import Session
 
 from console.config import Settings
 from console.models import utcnow
+from console.ops.delivery_figures import DeliveryCollector
 from console.store import queue_figures
 from console.store.queue_figures import Counts, count_every_status
 from console.vocabulary import AMBIGUOUS, DEAD, LANES, PENDING, SENDING
@@ -286,6 +287,7 @@ def queue_registry(cache: SnapshotCache) -> CollectorRegistry:
     """Return a registry holding the queue gauges read through `cache`."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(QueueCollector(cache))
+    registry.register(DeliveryCollector(cache._session_factory))  # enqueue->accepted, duplicates
     return registry
 
 

@@ -9,6 +9,7 @@ from flask import Blueprint, Flask, current_app, render_template, request, url_f
 
 from console.models import utcnow
 from console.ops.alerts import AMBIGUOUS_WAITING, DEAD_LETTER
+from console.ops.delivery_figures import DashboardFigures
 from console.store import alert_states, dashboard_queries, search_filters, sender_rates
 from console.store.send_guards import active_deferrals, read_breakers
 from console.store.state_tables import AlertState
@@ -26,6 +27,7 @@ WORKER_STALE_MIN_SECONDS = 60.0
 # firing conditions the banner already shows with their counts and links
 SHOWN_BY_COUNTS = (DEAD_LETTER, AMBIGUOUS_WAITING)
 RATES_EXTENSION = "console.sender_rates"  # the process's CachedRates
+DELIVERY_EXTENSION = "console.delivery_figures"  # latency and possible duplicates
 CHART_WIDTH = 600
 CHART_HEIGHT = 120
 
@@ -133,6 +135,8 @@ def index():
         rate_kinds={sender_rates.BOUNCE: "permanent bounces", sender_rates.COMPLAINT: "complaints"},
         rates_over_limit=any(rate.over_limit for rate in snapshot.sender_rates.values()),
         rates_max_age_seconds=rates.max_age_seconds,
+        delivery=current_app.extensions[DELIVERY_EXTENSION].get(db.session, current_settings()),
+        delivery_max_age_seconds=current_app.extensions[DELIVERY_EXTENSION].max_age_seconds,
         refresh_seconds=current_app.config.get("DASHBOARD_REFRESH_SECONDS", REFRESH_SECONDS),
     )
     if request.htmx:
@@ -144,4 +148,5 @@ def init_app(app: Flask) -> None:
     """Register the dashboard and the display filters every page uses."""
     display.init_app(app)
     app.extensions[RATES_EXTENSION] = sender_rates.CachedRates()
+    app.extensions[DELIVERY_EXTENSION] = DashboardFigures()
     app.register_blueprint(bp)
