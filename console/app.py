@@ -14,6 +14,7 @@ from console.config import load_settings
 from console.ops import logs
 from console.paths import MIGRATIONS_DIR, STATIC_DIR, TEMPLATES_DIR, instance_dir
 from console.store import database
+from console.web import busy
 from console.web.extensions import db, login_manager, migrate
 
 __all__ = ["create_app"]
@@ -72,4 +73,5 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)
     login_manager.init_app(app)
     web.init_app(app)
+    busy.init_app(app)
     return app
