@@ -1,5 +1,10 @@
 """Console accounts: create, change password or role, deactivate, end sessions; each audited.
 
+A new username is NFKC-normalised, holds ASCII letters, digits, ``.``, ``_`` and
+``-`` only, is 3 to 64 characters long and unique whatever its case, so no
+account can pass for another (``Admin`` beside ``admin``, a Cyrillic ``а``, a
+zero-width space). Accounts created before these rules keep their names.
+
 Every login session carries its account's ``session_generation``; raising it
 (``end_sessions``) ends them all, on every device. A new password, a role change
 and a deactivation raise it too.
@@ -8,6 +13,7 @@ and a deactivation raise it too.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import unicodedata
 
 from sqlalchemy import func, select, update
@@ -20,6 +26,8 @@ from console.store.audit import audit_values, write_audit
 from console.vocabulary import ROLES
 
 MIN_PASSWORD_LENGTH = 8
+USERNAME_LENGTHS = (3, 64)
+_USERNAME_CHARACTERS = re.compile(r"[A-Za-z0-9._-]+")
 
 
 def normalize_username(raw: str) -> str:
@@ -36,18 +44,32 @@ class UserError(ValueError):
     """The account cannot be created or changed as asked."""
 
 
+def new_username(session: Session, raw: str) -> str:
+    """Return `raw` normalised if a new account may take it; UserError saying why not."""
+    username = normalize_username(raw)
+    shortest, longest = USERNAME_LENGTHS
+    if not shortest <= len(username) <= longest:
+        raise UserError(f"username must be {shortest} to {longest} characters")
+    if not _USERNAME_CHARACTERS.fullmatch(username):
+        raise UserError(
+            "username may hold only letters a-z and A-Z, digits, '.', '_' and '-' "
+            "(no spaces, accents or look-alike letters)"
+        )
+    same = select(OperatorUser.username).where(
+        func.lower(OperatorUser.username) == username.lower()
+    )
+    taken = session.execute(same.limit(1)).scalar_one_or_none()
+    if taken is not None:
+        raise UserError(f"user {taken!r} already exists (names are unique whatever their case)")
+    return username
+
+
 def create_user(session: Session, username: str, password: str, role: str) -> OperatorUser:
     """Add an operator with a scrypt-hashed password to `session` (no commit)."""
-    username = username.strip()
-    if not username or len(username) > 100:
-        raise UserError("username must be 1 to 100 characters")
+    username = new_username(session, username)
     if role not in ROLES:
         raise UserError(f"role must be one of {', '.join(ROLES)}")
-    if len(password) < MIN_PASSWORD_LENGTH:
-        raise UserError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
-    exists = session.execute(select(OperatorUser.id).where(OperatorUser.username == username))
-    if exists.first() is not None:
-        raise UserError(f"user {username!r} already exists")
+    _check_new_password(password)
     user = OperatorUser(
         username=username,
         password_hash=generate_password_hash(password),
@@ -60,9 +82,19 @@ def create_user(session: Session, username: str, password: str, role: str) -> Op
 
 
 def find_user(session: Session, username: str) -> OperatorUser | None:
-    """Return the account named `username`, or None."""
-    query = select(OperatorUser).where(OperatorUser.username == username)
-    return session.execute(query).scalar_one_or_none()
+    """Return the account named `username` as typed, normalised, or in another case; or None.
+
+    An exact name wins; a name that matches only in another case must match one account.
+    """
+    normalized = normalize_username(username)
+    for name in dict.fromkeys((username, normalized)):
+        query = select(OperatorUser).where(OperatorUser.username == name)
+        user = session.execute(query).scalar_one_or_none()
+        if user is not None:
+            return user
+    query = select(OperatorUser).where(func.lower(OperatorUser.username) == normalized.lower())
+    matches = session.execute(query.limit(2)).scalars().all()
+    return matches[0] if len(matches) == 1 else None
 
 
 def load_user(session: Session, user_id: int) -> OperatorUser | None:
