@@ -1,9 +1,11 @@
 """``console demo``: the whole product on this machine, with demo mail in every state.
 
-SQLite in ``instance/`` (unless CONSOLE_DATABASE_URL says otherwise), a local
-SMTP capture server that misbehaves for some addresses (console.demo.smtp_capture), demo
-business events, logins printed on the terminal, and ``console serve`` (the web
-console with its embedded worker). Running it again reuses the database.
+Its own SQLite database, ``instance/demo.db`` (``--database`` or CONSOLE_DATABASE_URL
+say otherwise), never the one ``console serve`` uses; a local SMTP capture server that
+misbehaves for some addresses (console.demo.smtp_capture), demo business events and
+their history (console.demo.history), a webhook secret with a signed ``curl`` to paste,
+logins printed on the terminal, and ``console serve`` (the web console with its
+embedded worker). Running it again reuses the database.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import secrets
 import socket
 import threading
+from collections.abc import Mapping
 
 import click
 import flask_migrate
@@ -22,10 +25,11 @@ from flask import Flask
 from sqlalchemy.orm import Session
 
 from console.app import create_app
-from console.demo import casework
+from console.demo import casework, history
 from console.demo.smtp_capture import CapturedMessage, DemoSMTPServer
 from console.models import utcnow
 from console.outbox import enqueue
+from console.paths import instance_dir
 from console.store.accounts import put_user
 from console.store.demo_seed import suppress_once
 from console.web.extensions import db
@@ -40,6 +44,7 @@ DEMO_SETTINGS = {
     "CONSOLE_POLL_SECONDS": "1",
     "CONSOLE_SMTP_TIMEOUT_SECONDS": "5",
 }
+DEMO_DATABASE_FILE = "demo.db"  # in instance/, beside the console.db that `serve` uses
 DEMO_USERS = (("operator", "operator"), ("admin", "admin"), ("support", "viewer"))
 SUPPRESSED_ADDRESS = "complained@example.com"
 TRAFFIC_SECONDS = 4.0
@@ -90,9 +95,27 @@ OLD_EVENTS = [
 ]  # fmt: skip
 
 
-def _demo_app(smtp_url: str) -> Flask:
+def demo_database_url(option: str | None, environ: Mapping[str, str]) -> str:
+    """The demo's database: `--database`, else CONSOLE_DATABASE_URL, else instance/demo.db."""
+    if option or environ.get("CONSOLE_DATABASE_URL"):
+        return option or environ["CONSOLE_DATABASE_URL"]
+    return f"sqlite:///{instance_dir() / DEMO_DATABASE_FILE}"
+
+
+def demo_app(smtp_url: str, database_url: str, *, webhook_secret: str) -> Flask:
+    """The console on the demo's database, with the demo's quick retries and webhook secret."""
     settings = {name: os.environ.get(name) or value for name, value in DEMO_SETTINGS.items()}
-    return create_app({**settings, "CONSOLE_SMTP_URL": smtp_url})
+    # a key of its own: no session of the demo is valid on the console `serve` runs
+    secret_key = os.environ.get("CONSOLE_SECRET_KEY") or secrets.token_hex(32)
+    return create_app(
+        {
+            **settings,
+            "CONSOLE_SMTP_URL": smtp_url,
+            "CONSOLE_DATABASE_URL": database_url,
+            "CONSOLE_SECRET_KEY": secret_key,
+            "CONSOLE_WEBHOOK_SECRET": webhook_secret,
+        }
+    )
 
 
 def reset_demo_logins(session: Session) -> list[tuple[str, str, str]]:
@@ -105,17 +128,23 @@ def reset_demo_logins(session: Session) -> list[tuple[str, str, str]]:
     return logins
 
 
-def seed_demo_events(session: Session) -> None:
-    """Enqueue the demo's business events; each key only once, however often this runs."""
+def seed_demo_events(session: Session) -> str:
+    """Enqueue the demo's business events; each key only once, however often this runs.
+
+    Return the Message-ID of order 1002's confirmation (the printed webhook reports it).
+    """
     note = "marked the demo mail as spam"
     suppress_once(session, SUPPRESSED_ADDRESS, reason="complaint", note=note, now=utcnow())
+    message_ids = {}
     for key, event, to, template, params in DEMO_EVENTS:
-        enqueue(session, key=key, event=event, to=to, template=template, params=params)
+        intent = enqueue(session, key=key, event=event, to=to, template=template, params=params)
+        message_ids[key] = intent.message_id
     started = utcnow()
     for key, event, to, template, params in OLD_EVENTS:
         intent = enqueue(session, key=key, event=event, to=to, template=template, params=params)
         if intent.created_at >= started:
             intent.created_at = started - dt.timedelta(days=2)
+    return message_ids["order:1002:confirmation"]
 
 
 class DemoTraffic:
@@ -159,7 +188,9 @@ def _echo_capture(message: CapturedMessage) -> None:
     click.echo(f"smtp  {answer:<6}  to={message.recipient}  {message.subject}")
 
 
-def _banner(host: str, port: int, smtp: DemoSMTPServer, app: Flask, logins) -> None:
+def _banner(
+    host: str, port: int, smtp: DemoSMTPServer, app: Flask, logins, curl_message_id: str
+) -> None:
     lines = [
         "",
         "Outbox console demo",
@@ -170,7 +201,16 @@ def _banner(host: str, port: int, smtp: DemoSMTPServer, app: Flask, logins) -> N
     lines += [
         f"  SMTP capture   {smtp.url}: addresses starting with tempfail (451), flaky",
         "                 (451 once), reject (550) or hangup (no reply) misbehave",
-        f"  database       {app.config['SQLALCHEMY_DATABASE_URI']}",
+        f"  database       {app.config['SQLALCHEMY_DATABASE_URI']} (the demo's own)",
+        "  webhook        /webhooks/generic is signed with the demo's secret; to report a",
+        "                 delivery of order 1002, paste (needs curl and openssl):",
+        "  "
+        + history.webhook_curl(
+            f"http://{host}:{port}",
+            app.extensions["console.settings"].webhook_secret,
+            curl_message_id,
+            "grace@example.com",
+        ),
         "  stop with Ctrl+C",
         "",
     ]
@@ -213,19 +253,31 @@ def start_capture_server(port: int) -> DemoSMTPServer:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Console address.")
 @click.option("--port", default=5000, show_default=True, type=int, help="Console port.")
 @click.option("--smtp-port", default=2525, show_default=True, type=int, help="Capture port.")
+@click.option(
+    "--database",
+    default=None,
+    help="The demo's database URL. [default: CONSOLE_DATABASE_URL, else instance/demo.db]",
+)
 @click.pass_context
-def demo_command(ctx: click.Context, host: str, port: int, smtp_port: int) -> None:
+def demo_command(
+    ctx: click.Context, host: str, port: int, smtp_port: int, database: str | None
+) -> None:
     """Run the console with demo mail, a local SMTP capture server and an embedded worker."""
     check_console_port(host, port)
+    database_url = demo_database_url(database, os.environ)
     smtp = start_capture_server(smtp_port)
     try:
-        app = _demo_app(smtp.url)
+        if database_url == f"sqlite:///{instance_dir() / DEMO_DATABASE_FILE}":
+            instance_dir().mkdir(parents=True, exist_ok=True)
+        webhook_secret = os.environ.get("CONSOLE_WEBHOOK_SECRET") or secrets.token_hex(16)
+        app = demo_app(smtp.url, database_url, webhook_secret=webhook_secret)
         with app.app_context():
             flask_migrate.upgrade()
             logins = reset_demo_logins(db.session)
-            seed_demo_events(db.session)
+            curl_message_id = seed_demo_events(db.session)
+            history.seed_history(db.session)
             db.session.commit()
-        _banner(host, port, smtp, app, logins)
+        _banner(host, port, smtp, app, logins, curl_message_id)
         traffic = DemoTraffic(app).start()
         try:
             with app.app_context():
