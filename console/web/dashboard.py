@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Sequence
 
 from flask import Blueprint, Flask, current_app, render_template, request, url_for
@@ -10,10 +11,16 @@ from flask import Blueprint, Flask, current_app, render_template, request, url_f
 from console.models import utcnow
 from console.ops.alerts import AMBIGUOUS_WAITING, DEAD_LETTER
 from console.ops.delivery_figures import DashboardFigures
-from console.store import alert_states, dashboard_queries, search_filters, sender_rates
+from console.store import (
+    alert_states,
+    dashboard_queries,
+    search_filters,
+    sender_rates,
+    worker_panel,
+)
 from console.store.send_guards import active_deferrals, read_breakers
 from console.store.state_tables import AlertState
-from console.vocabulary import STATUSES
+from console.vocabulary import CLOSED, STATUSES
 from console.web import display
 from console.web.auth import role_required
 from console.web.display import format_age, format_timestamp, plural
@@ -113,14 +120,16 @@ def index():
     stale_after = worker_stale_after_seconds(current_settings().poll_seconds)
     shapes, peak = chart_shapes(snapshot.chart)
     firing = alert_states.load_firing_alerts(db.session)
+    breakers, deferrals = read_breakers(db.session), active_deferrals(db.session, utcnow())
     context = dict(
         snapshot=snapshot,
         alerts=dashboard_alerts(snapshot, stale_after, firing)
-        + [Alert(notice) for notice in lane_pause_notices(read_breakers(db.session), firing)]
-        + [
-            Alert(notice)
-            for notice in domain_deferral_notices(active_deferrals(db.session, utcnow()))
-        ],
+        + [Alert(notice) for notice in lane_pause_notices(breakers, firing)]
+        + [Alert(notice) for notice in domain_deferral_notices(deferrals)],
+        workers=worker_panel.recent_workers(db.session),
+        worker_stale_after=dt.timedelta(seconds=stale_after),
+        paused_lanes={lane: state for lane, state in breakers.items() if state.state != CLOSED},
+        deferrals=deferrals,
         statuses=STATUSES,
         age_buckets=search_filters.AGE_BUCKETS,
         submitted_window_hours=dashboard_queries.SUBMITTED_WINDOW_HOURS,

@@ -1,0 +1,63 @@
+"""The dashboard's worker panel: workers with their last tick, paused lanes, deferred domains."""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import re
+
+from console.models import utcnow
+from console.store.state_tables import DomainDeferral, LaneBreaker, WorkerHeartbeat
+from console.web.extensions import db
+
+
+def text_of(page: str) -> str:
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page)))
+
+
+def panel(page: str) -> str:
+    [section] = re.findall(r'<section class="card" id="workers">(.*?)</section>', page, re.DOTALL)
+    return text_of(section)
+
+
+def test_panel_lists_workers_paused_lanes_and_deferred_domains(app, console_client):
+    now = utcnow()
+    resume = now + dt.timedelta(minutes=3)
+    deferred_until = now + dt.timedelta(minutes=12)
+    with app.app_context():
+        db.session.add_all(
+            [
+                WorkerHeartbeat(worker_id="web-1:4242:ab12", host="web-1", pid=4242,
+                                started_at=now - dt.timedelta(hours=2),
+                                last_tick_at=now - dt.timedelta(seconds=2)),
+                WorkerHeartbeat(worker_id="web-2:99:cd34", host="web-2", pid=99,
+                                started_at=now - dt.timedelta(days=1),
+                                last_tick_at=now - dt.timedelta(minutes=30)),
+                LaneBreaker(lane="bulk", state="open", trips=1, failure_rate=0.8,
+                            opened_at=now - dt.timedelta(minutes=1), resume_at=resume),
+                DomainDeferral(domain="slow.example.net", deferred_until=deferred_until,
+                               reply_code=421, updated_at=now),
+            ]
+        )  # fmt: skip
+        db.session.commit()
+    page = console_client("viewer").get("/").text
+    shown = panel(page)
+    assert "1 worker alive" in shown
+    assert "web-1:4242:ab12" in shown and "web-1" in shown and "4242" in shown
+    assert "2 s ago" in shown or "1 s ago" in shown or "3 s ago" in shown
+    assert "web-2:99:cd34" in shown and "stopped ticking" in shown and "30 min ago" in shown
+    assert "bulk" in shown and "open" in shown
+    assert f"{resume:%Y-%m-%d %H:%M:%S} UTC" in shown and "in 2 min" in shown
+    assert "slow.example.net" in shown and "421" in shown
+    assert f"{deferred_until:%Y-%m-%d %H:%M:%S} UTC" in shown
+
+
+def test_panel_without_workers_says_so(console_client):
+    shown = panel(console_client("viewer").get("/").text)
+    assert "No worker has ticked yet" in shown
+    assert "No lane is paused" in shown and "No domain is deferred" in shown
+
+
+def test_the_htmx_refresh_carries_the_panel(console_client):
+    fragment = console_client("viewer").get("/", headers={"HX-Request": "true"}).text
+    assert 'id="workers"' in fragment
