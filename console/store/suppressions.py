@@ -55,7 +55,10 @@ def add_suppression(
     reason = required_reason(reason)
     recipient = normalized_address(address)
     values = dict(recipient=recipient, reason="manual", note=reason, created_by=actor)
-    suppression_id = _insert_ignoring_duplicate(session, {**values, "created_at": now})
+    held = is_suppressed(session, recipient)  # also as the keyed hash an erasure left
+    suppression_id = (
+        None if held else _insert_ignoring_duplicate(session, {**values, "created_at": now})
+    )
     if suppression_id is None:
         raise StaleAction(f"{recipient} is already on the suppression list: nothing was done")
     entry = audit_values(

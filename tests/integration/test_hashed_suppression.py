@@ -95,3 +95,17 @@ def test_without_a_key_only_the_address_itself_is_compared(session_factory):
             assert all(is_address_hash(row) for row in rows)
     finally:
         suppression_lookup.use_address_key(TEST_SECRET_KEY)
+
+
+def test_suppressing_a_forgotten_address_again_says_it_is_already_suppressed(
+    session_factory, address_key
+):
+    from console.store.actions import StaleAction
+    from console.store.suppressions import add_suppression
+
+    token = suppress_hash_of(session_factory, ADDRESS)
+    with session_factory() as session:
+        with pytest.raises(StaleAction, match="already on the suppression list"):
+            add_suppression(session, ADDRESS.upper(), actor="ops", reason="asked again")
+        session.rollback()
+        assert session.scalars(select(Suppression.recipient)).all() == [token]
