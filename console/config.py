@@ -210,8 +210,6 @@ class Settings:
     alert_auth_window_seconds: float = 900.0
     alert_pending_age_critical_seconds: float = 120.0
     alert_pending_age_bulk_seconds: float = 3600.0
-    latency_target_critical_seconds: float = 60.0  # p99 enqueue -> accepted, per lane
-    latency_target_bulk_seconds: float = 900.0
     breaker_window_attempts: int = 50
     breaker_failure_rate: float = 0.5
     breaker_open_seconds: float = 30.0
@@ -280,8 +278,6 @@ _PARSERS = {
         _positive_float,
     ),
     "CONSOLE_ALERT_PENDING_AGE_BULK_SECONDS": ("alert_pending_age_bulk_seconds", _positive_float),
-    "CONSOLE_LATENCY_TARGET_CRITICAL_SECONDS": ("latency_target_critical_seconds", _positive_float),
-    "CONSOLE_LATENCY_TARGET_BULK_SECONDS": ("latency_target_bulk_seconds", _positive_float),
     "CONSOLE_BREAKER_WINDOW_ATTEMPTS": ("breaker_window_attempts", _positive_int),
     "CONSOLE_BREAKER_FAILURE_RATE": ("breaker_failure_rate", _fraction),
     "CONSOLE_BREAKER_OPEN_SECONDS": ("breaker_open_seconds", _positive_float),
