@@ -61,7 +61,9 @@ def header_lines(data: bytes) -> list[bytes]:
     return data.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(subject=header_text, name=name_text, text=body_text, html=st.none() | body_text)
 @example(
     subject="Your order A-1 has shipped and will arrive tomorrow before noon, we hope",
@@ -89,7 +91,7 @@ def test_any_message_parses_strictly_and_round_trips(subject, name, text, html):
         assert "MIME-Version" not in part
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, database=None)
 @given(st.lists(st.text(ASCII_WORD_CHARS, min_size=1, max_size=40), min_size=1, max_size=30))
 def test_plain_ascii_subjects_are_never_encoded_and_fold_within_78(words):
     subject = " ".join(words)
