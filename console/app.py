@@ -14,7 +14,7 @@ from console.config import load_settings
 from console.ops import logs
 from console.paths import MIGRATIONS_DIR, STATIC_DIR, TEMPLATES_DIR, instance_dir
 from console.store import database
-from console.web import busy
+from console.web import busy, input_guards
 from console.web.extensions import db, login_manager, migrate
 
 __all__ = ["create_app"]
@@ -72,6 +72,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         database.bound_lock_waits(db.engine, settings.db_lock_timeout_seconds)
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)
     login_manager.init_app(app)
+    input_guards.install_converters(app)
+    input_guards.init_app(app)
     web.init_app(app)
     busy.init_app(app)
     return app

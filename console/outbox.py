@@ -35,6 +35,10 @@ MAX_KEY_LENGTH = 255
 MAX_EVENT_LENGTH = 255
 MAX_ACCOUNT_LENGTH = 255
 MAX_REASON_LENGTH = 2000
+MAX_PARAMS_DEPTH = 32  # nesting of dicts and lists in params
+
+# No database stores these in text: NUL (PostgreSQL) and lone surrogates (any UTF-8 column).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _WAKE_FLAG = "console.outbox.wake"
 _LINE_BREAKS = re.compile(r"[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _ENCODED_BREAK = re.compile(r"%0[ad]|=0[ad]|&#(?:x0*[ad]|0*1[03]);|\\[rn]", re.IGNORECASE)
@@ -104,17 +108,43 @@ def _check_recipient(to: Any) -> str:
         raise InvalidIntent(f"invalid recipient address {to!r}: {exc}") from None
 
 
+def _check_storable(label: str, text: str) -> None:
+    if _UNSTORABLE.search(text):
+        raise InvalidIntent(f"{label} holds a NUL or a lone surrogate, which cannot be stored")
+
+
 def _check_key(key: Any) -> str:
     if not isinstance(key, str) or not key.strip():
         raise InvalidIntent("idempotency key is empty")
     if len(key) > MAX_KEY_LENGTH:
         raise InvalidIntent(f"idempotency key is longer than {MAX_KEY_LENGTH} characters")
+    _check_storable("idempotency key", key)
     return key
+
+
+def _check_params_content(params: dict[str, Any]) -> None:
+    """Refuse params nested deeper than MAX_PARAMS_DEPTH or holding unstorable text."""
+    pending: list[tuple[Any, int, str]] = [(params, 1, "params")]
+    while pending:
+        value, depth, where = pending.pop()
+        if isinstance(value, str):
+            _check_storable(where, value)
+            continue
+        if not isinstance(value, dict | list | tuple):
+            continue
+        if depth > MAX_PARAMS_DEPTH:
+            raise InvalidIntent(f"params are nested deeper than {MAX_PARAMS_DEPTH} levels")
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for name, item in items:
+            if isinstance(name, str):
+                _check_storable(f"a name in {where}", name)
+            pending.append((item, depth + 1, f"{where}[{name!r:.40}]"))
 
 
 def _check_params(params: Any, limit: int) -> dict[str, Any]:
     if not isinstance(params, dict):
         raise InvalidIntent("params must be a dict of template variables")
+    _check_params_content(params)
     try:
         encoded = json.dumps(params, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -141,6 +171,7 @@ def _check_short_text(label: str, value: Any, limit: int) -> str | None:
         return None
     if not isinstance(value, str) or len(value) > limit:
         raise InvalidIntent(f"{label} must be a string of at most {limit} characters")
+    _check_storable(label, value)
     return value
 
 

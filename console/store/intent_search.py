@@ -75,12 +75,22 @@ def _encode(position: Position) -> str:
 
 def decode_cursor(cursor: str) -> Position:
     """Read a position made by this module; InvalidFilter for anything else."""
-    if match := _NEWEST_CURSOR.match(cursor):
-        created_at = _EPOCH + dt.timedelta(microseconds=int(match[1]))
-        return NewestPosition(created_at, int(match[2]))
-    if match := _PREFIX_CURSOR.match(cursor):
-        return PrefixPosition(match[2], int(match[1]))
-    raise InvalidFilter(f"the page position {cursor!r} is not one this console made")
+    try:
+        if match := _NEWEST_CURSOR.match(cursor):
+            created_at = _EPOCH + dt.timedelta(microseconds=int(match[1]))
+            return NewestPosition(created_at, _row_id(match[2]))
+        if match := _PREFIX_CURSOR.match(cursor):
+            return PrefixPosition(match[2], _row_id(match[1]))
+    except (OverflowError, ValueError):  # a time or an id beyond what any row holds
+        pass
+    raise InvalidFilter(f"the page position {cursor[:80]!r} is not one this console made")
+
+
+def _row_id(digits: str) -> int:
+    value = int(digits)
+    if value > 2**63 - 1:
+        raise ValueError("beyond BIGINT")
+    return value
 
 
 def search_intents(

@@ -34,5 +34,8 @@ def prefix_match(column: Any, prefix: str, dialect: str) -> ColumnElement[bool]:
         return column.startswith(prefix, autoescape=True)
     if ord(prefix[-1]) >= 0x10FFFF:
         return and_(column >= prefix, func.substr(column, 1, len(prefix)) == prefix)
-    upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    following = ord(prefix[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:  # surrogates cannot be stored: the next character is U+E000
+        following = 0xE000
+    upper = prefix[:-1] + chr(following)
     return and_(column >= prefix, column < upper)

@@ -93,8 +93,8 @@ def _unauthorized():
 
 def _safe_next(raw: str | None) -> str:
     """Return a same-site path to go to after login, or the dashboard."""
-    if not raw:
-        return url_for("dashboard.index")
+    if not raw or any(c < " " or c == "\x7f" or c == "\\" for c in raw):
+        return url_for("dashboard.index")  # a control character or a backslash: not ours
     parts = urlsplit(raw)
     if parts.scheme or parts.netloc or not raw.startswith("/") or raw.startswith("//"):
         return url_for("dashboard.index")

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 # cannot connect now, too many connections
 _BUSY_SQLSTATES = {"55P03", "57014", "57P01", "57P03", "53300"}
 _SQLITE_BUSY = ("database is locked", "database table is locked", "database is busy")
-BUSY_MESSAGE = "The database is busy. Nothing was changed; try again in a few seconds."
+BUSY_MESSAGE = "The database is busy: nothing was changed or recorded; retry in a few seconds."
 
 
 def is_busy(error: BaseException) -> bool:
@@ -54,6 +54,23 @@ def _retry_after_seconds() -> int:
     return max(1, math.ceil(current_settings().db_lock_timeout_seconds))
 
 
+def answer(code: int, name: str, message: str, headers: dict[str, str] | None = None):
+    """An error answer: JSON on the webhook endpoints, the console's error page elsewhere.
+
+    The page is plain text when it cannot be rendered (its header reads the user
+    from the database that just failed).
+    """
+    headers = headers or {}
+    if request.blueprint == "webhooks" or request.path.startswith("/webhooks/"):
+        return jsonify(error=message), code, headers
+    try:
+        page = render_template("error.html", code=code, name=name, description=message)
+    except sa_exc.SQLAlchemyError:
+        db.session.rollback()
+        return message, code, {**headers, "Content-Type": "text/plain; charset=utf-8"}
+    return page, code, headers
+
+
 def _answer_busy(error: Exception):
     if not is_busy(error):
         raise error  # a real fault: Flask logs it and answers 500
@@ -64,17 +81,7 @@ def _answer_busy(error: Exception):
         extra={"code": 503, "error_type": type(cause).__name__, "target": request.endpoint},
     )
     headers = {"Retry-After": str(_retry_after_seconds())}
-    if request.blueprint == "webhooks" or request.path.startswith("/webhooks/"):
-        body = jsonify(error="the database is busy: nothing was recorded, retry later")
-        return body, 503, headers
-    try:
-        page = render_template(
-            "error.html", code=503, name="Service Unavailable", description=BUSY_MESSAGE
-        )
-    except sa_exc.SQLAlchemyError:  # the page's header needs the user, from the same database
-        db.session.rollback()
-        return BUSY_MESSAGE, 503, {**headers, "Content-Type": "text/plain; charset=utf-8"}
-    return page, 503, headers
+    return answer(503, "Service Unavailable", BUSY_MESSAGE, headers)
 
 
 def init_app(app: Flask) -> None:
