@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 
 from flask import Blueprint, Flask, current_app, render_template, request, url_for
 
@@ -112,6 +113,22 @@ def chart_shapes(bars: list[dashboard_queries.ChartBar]) -> tuple[list[ChartBarS
     return shapes, peak
 
 
+def _round_steps() -> Iterator[int]:
+    """1, 2, 5, 10, 20, 50, 100, ..."""
+    for magnitude in itertools.count():
+        for multiple in (1, 2, 5):
+            yield multiple * 10**magnitude
+
+
+def chart_axis(peak: int, most_ticks: int = 4) -> list[tuple[int, float]]:
+    """The y-axis ticks (value, y) of the chart: round steps (1, 2, 5 x 10^n) from 0 to the peak."""
+    if peak <= 0:
+        return [(0, float(CHART_HEIGHT))]
+    step = next(step for step in _round_steps() if peak // step < most_ticks)
+    scale = (CHART_HEIGHT - 4) / peak
+    return [(value, round(CHART_HEIGHT - value * scale, 1)) for value in range(0, peak + 1, step)]
+
+
 @bp.get("/")
 @role_required("viewer")
 def index():
@@ -135,6 +152,7 @@ def index():
         submitted_window_hours=dashboard_queries.SUBMITTED_WINDOW_HOURS,
         chart=shapes,
         chart_peak=peak,
+        chart_axis=chart_axis(peak),
         chart_width=CHART_WIDTH,
         chart_height=CHART_HEIGHT,
         accepted_last_hour=sum(bar.accepted for bar in snapshot.chart),

@@ -11,14 +11,15 @@ from flask import abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
 from console.models import utcnow
-from console.store import actions, bulk, search_filters
+from console.store import actions, bulk, bulk_targets, search_filters
 from console.vocabulary import OPERATOR
 from console.web import intents, security
 from console.web.auth import role_required
+from console.web.display import plural
 from console.web.extensions import db
 from console.worker import wakeup
 
-_BULK_DONE = {"requeue": "Requeued {} intents.", "dead_letter": "Dead-lettered {} intents."}
+_BULK_DONE = {"requeue": "Requeued {}.", "dead_letter": "Dead-lettered {}."}
 # How far back a preview id's use is looked for when its preview page is loaded again.
 BULK_USE_LOOKBACK = dt.timedelta(days=1)
 
@@ -70,7 +71,10 @@ def _render_bulk(
             },
             intents.BULK_TOKEN_PURPOSE,
         )
-        context.update(preview=preview, token=token)
+        targets = bulk_targets.first_targets(
+            db.session, filters, action, max_id=preview.max_id, at=preview.previewed_at
+        )
+        context.update(preview=preview, token=token, targets=targets)
     return render_template("intents/bulk.html", **context), status_code
 
 
@@ -165,7 +169,7 @@ def _finish_bulk(
     db.session.commit()
     if acted and action == "requeue":
         wakeup.notify()
-    flash(_BULK_DONE[action].format(acted), "success")
+    flash(_BULK_DONE[action].format(plural(acted, "intent")), "success")
     if changed_since_preview:
         flash(
             f"{changed_since_preview} of the intents the preview counted changed since "
