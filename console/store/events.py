@@ -15,7 +15,9 @@ webhook acknowledges only once the whole effect of its events is durable.
 - A permanent bounce or a complaint puts the recipient on the suppression list,
   naming the event; a transient or undetermined bounce does not. So does an
   event that says the provider keeps the address on its own list
-  (``ReportedEvent.suppress_as``, e.g. ``ses-account``).
+  (``ReportedEvent.suppress_as``, e.g. ``ses-account``). Only a real address is
+  suppressed (one, of valid syntax); an event naming anything else is kept
+  unmatched as "not suppressed: invalid address".
 - What a matched event does to its intent (facts, ambiguous → submitted, never
   sent → failed) is ``console.store.event_facts``.
 - A report about an endpoint's set-up (``ReportedEvent.never_matched``) is
@@ -31,6 +33,7 @@ import datetime as dt
 import logging
 from typing import Any
 
+from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import Select, func, or_, select, union, update
 from sqlalchemy.orm import Session
 
@@ -42,6 +45,7 @@ from console.store.event_facts import EVENT_ACTOR_PREFIX, link_and_apply
 log = logging.getLogger(__name__)
 
 MATCH_BATCH_SIZE = 500
+NOT_SUPPRESSED_INVALID_ADDRESS = "not suppressed: invalid address"
 CANDIDATES_LOOKED_AT = 50  # intents sharing one provider id: enough to tell or to say why
 
 
@@ -77,6 +81,10 @@ def record_events(
             summary.duplicates += 1
             continue
         summary.inserted += 1
+        if event.suppresses_recipient and not _one_valid_address(event.recipient):
+            _keep_unmatched(session, row_id, NOT_SUPPRESSED_INVALID_ADDRESS)  # matches nothing
+            log.warning("provider event names no valid address: not suppressed")
+            continue
         if event.suppresses_recipient:
             _suppress(session, event, row_id, now)
         if event.never_matched:
@@ -109,6 +117,15 @@ def _insert_once(session: Session, event: ReportedEvent, now: dt.datetime) -> in
         .returning(ProviderEvent.id)
     )
     return session.execute(statement).scalar_one_or_none()
+
+
+def _one_valid_address(text: str | None) -> bool:
+    """Whether `text` is one address of valid syntax (no display name, no list)."""
+    try:
+        validate_email(text or "", check_deliverability=False)
+    except EmailNotValidError:
+        return False
+    return True
 
 
 def _clip(value: str | None, limit: int = 255) -> str | None:
