@@ -7,6 +7,12 @@ canonical string of its type verifies with that certificate's key
 (SignatureVersion 1: SHA1withRSA, 2: SHA256withRSA). Its TopicArn must be on
 the configured allow-list. Network access goes through injectable fetchers so
 the checks can be exercised without AWS.
+
+Forged messages cannot multiply certificate fetches: a failed fetch is remembered
+for FAILED_FETCH_TTL_SECONDS, one URL is fetched by one request at a time, and at
+most MAX_CERTIFICATE_FETCHES_PER_MINUTE new URLs are fetched a minute (beyond that,
+503: SNS delivers again). A verified message whose ``Timestamp`` is more than
+MAX_MESSAGE_AGE_SECONDS old, or more than FUTURE_SKEW_SECONDS ahead, is refused (403).
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ import datetime as dt
 import json
 import re
 import threading
-from collections import OrderedDict
+import time
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -53,6 +60,10 @@ _SIGNATURE_HASHES = {"1": hashes.SHA1, "2": hashes.SHA256}
 _SNS_HOST = re.compile(r"^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$")
 MAX_CERTIFICATE_BYTES = 64 * 1024
 FETCH_TIMEOUT_SECONDS = 10.0
+FAILED_FETCH_TTL_SECONDS = 300.0
+MAX_CERTIFICATE_FETCHES_PER_MINUTE = 10
+MAX_MESSAGE_AGE_SECONDS = 3600.0
+FUTURE_SKEW_SECONDS = 60.0  # how far ahead of ours SNS's clock may be
 
 CertificateFetcher = Callable[[str], bytes]  # URL -> PEM bytes
 UrlVisitor = Callable[[str], None]  # GET the URL; raise when it fails
@@ -120,33 +131,90 @@ def visit_over_https(url: str) -> None:
 
 
 class CertificateCache:
-    """Signing certificates by URL, fetched once through `fetch` and kept in memory."""
+    """Signing certificates by URL, fetched once through `fetch` and kept in memory.
 
-    def __init__(self, fetch: CertificateFetcher = fetch_over_https, max_entries: int = 32):
+    Failures are kept too, for FAILED_FETCH_TTL_SECONDS; concurrent requests for
+    one URL share one fetch; new URLs are fetched at most
+    MAX_CERTIFICATE_FETCHES_PER_MINUTE a minute.
+    """
+
+    def __init__(
+        self,
+        fetch: CertificateFetcher = fetch_over_https,
+        max_entries: int = 32,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._fetch = fetch
         self._max_entries = max_entries
+        self._clock = clock
         self._certificates: OrderedDict[str, x509.Certificate] = OrderedDict()
+        self._failures: OrderedDict[str, tuple[float, SnsRejected]] = OrderedDict()
+        self._in_flight: dict[str, threading.Event] = {}
+        self._recent_fetches: deque[float] = deque()
         self._lock = threading.Lock()
 
     def certificate(self, url: str) -> x509.Certificate:
         """Return the certificate at `url`; SnsRejected when the URL or the PEM is bad."""
         if not is_sns_url(url, pem=True):
             raise SnsRejected(f"SigningCertURL {url!r} is not an https .pem URL on an SNS host")
-        with self._lock:
-            if url in self._certificates:
-                self._certificates.move_to_end(url)
-                return self._certificates[url]
+        while True:
+            with self._lock:
+                known = self._known(url)
+                if known is not None:
+                    return known
+                waiting = self._in_flight.get(url)
+                if waiting is None:
+                    self._start_fetch(url)
+                    break
+            waiting.wait(FETCH_TIMEOUT_SECONDS + 1)  # then look again: cached, failed, or ours
         try:
-            certificate = x509.load_pem_x509_certificate(self._fetch(url))
+            certificate = self._load(url)
+        except SnsRejected as refusal:
+            with self._lock:
+                self._failures[url] = (self._clock() + FAILED_FETCH_TTL_SECONDS, refusal)
+                while len(self._failures) > self._max_entries * 8:
+                    self._failures.popitem(last=False)
+            raise
+        else:
+            with self._lock:
+                self._certificates[url] = certificate
+                while len(self._certificates) > self._max_entries:
+                    self._certificates.popitem(last=False)
+            return certificate
+        finally:
+            with self._lock:
+                self._in_flight.pop(url).set()
+
+    def _known(self, url: str) -> x509.Certificate | None:
+        """The cached certificate, or raise the remembered failure (with the lock held)."""
+        if url in self._certificates:
+            self._certificates.move_to_end(url)
+            return self._certificates[url]
+        failure = self._failures.get(url)
+        if failure is not None:
+            if failure[0] > self._clock():
+                raise failure[1]
+            del self._failures[url]
+        return None
+
+    def _start_fetch(self, url: str) -> None:
+        """Count a new fetch against the rate cap and mark it in flight (lock held)."""
+        now = self._clock()
+        while self._recent_fetches and self._recent_fetches[0] <= now - 60:
+            self._recent_fetches.popleft()
+        if len(self._recent_fetches) >= MAX_CERTIFICATE_FETCHES_PER_MINUTE:
+            raise SnsRejected("too many new signing certificates to fetch: retry later", 503)
+        self._recent_fetches.append(now)
+        self._in_flight[url] = threading.Event()
+
+    def _load(self, url: str) -> x509.Certificate:
+        try:
+            return x509.load_pem_x509_certificate(self._fetch(url))
         except ValueError as exc:
             raise SnsRejected(f"the signing certificate is not a PEM certificate: {exc}") from None
         except httpx.HTTPError as exc:
             raise SnsRejected(f"the signing certificate could not be fetched: {exc}", 502) from None
-        with self._lock:
-            self._certificates[url] = certificate
-            while len(self._certificates) > self._max_entries:
-                self._certificates.popitem(last=False)
-        return certificate
 
 
 class SnsVerifier:
@@ -179,6 +247,21 @@ class SnsVerifier:
         certificate = self.certificates.certificate(certificate_url)
         self._check_validity(certificate)
         _check_signature(certificate, signature, signed, _SIGNATURE_HASHES[version]())
+        self._check_freshness(message.get("Timestamp"))
+
+    def _check_freshness(self, timestamp: Any) -> None:
+        """Refuse a replay: a message more than an hour old, or from the future (403)."""
+        try:
+            sent = dt.datetime.fromisoformat(str(timestamp).replace("Z", "+00:00"))
+        except ValueError:
+            raise SnsRejected("the message Timestamp is not a time", 403) from None
+        if sent.tzinfo is None:
+            raise SnsRejected("the message Timestamp has no time zone", 403)
+        age = (self._clock() - sent).total_seconds()
+        if age > MAX_MESSAGE_AGE_SECONDS:
+            raise SnsRejected("the message is more than an hour old", 403)
+        if age < -FUTURE_SKEW_SECONDS:
+            raise SnsRejected("the message Timestamp is in the future", 403)
 
     def _check_validity(self, certificate: x509.Certificate) -> None:
         now = self._clock()

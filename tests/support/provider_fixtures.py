@@ -82,7 +82,7 @@ class SnsSigner:
         *,
         message_id: str | None = None,
         topic: str = TOPIC_ARN,
-        timestamp: str = "2025-01-31T12:00:00.000Z",
+        timestamp: str | None = None,
         **signing,
     ) -> dict[str, Any]:
         """A signed SNS Notification carrying `ses_message` (JSON-encoded unless a string)."""
@@ -92,7 +92,7 @@ class SnsSigner:
             "MessageId": message_id or str(uuid.uuid4()),
             "TopicArn": topic,
             "Message": body,
-            "Timestamp": timestamp,
+            "Timestamp": timestamp or sns_now(),
             "UnsubscribeURL": "https://sns.eu-west-1.amazonaws.com/?Action=Unsubscribe",
         }
         return self.sign(message, **signing)
@@ -113,9 +113,15 @@ class SnsSigner:
             "Message": f"You have chosen to subscribe to the topic {topic}.",
             "SubscribeURL": subscribe_url
             or "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription&Token=2336",
-            "Timestamp": "2025-01-31T12:00:00.000Z",
+            "Timestamp": sns_now(),
         }
         return self.sign(message)
+
+
+def sns_now() -> str:
+    """Now as SNS writes its Timestamp (messages older than an hour are refused)."""
+    now = dt.datetime.now(dt.UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
 @functools.cache

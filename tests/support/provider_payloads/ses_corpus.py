@@ -11,9 +11,15 @@ starts ``ambiguous``, so what settles it shows.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from typing import Any
 
 AMBIGUOUS, SUBMITTED, FAILED = "ambiguous", "submitted", "failed"
+# When this test session started, as an SNS Timestamp: SNS refuses messages an hour old, so
+# the envelope of each case is this recent, and a case without a time of its own has this one.
+_STARTED = dt.datetime.now(dt.UTC)
+SNS_NOW = _STARTED.strftime("%Y-%m-%dT%H:%M:%S.") + f"{_STARTED.microsecond // 1000:03d}Z"
+
 FACTS = ("delivered_at", "bounced_at", "complained_at", "delayed_at", "rejected_at")
 
 
@@ -35,7 +41,7 @@ class Case:
     events: tuple[tuple[str, str | None, str | None], ...]  # (event_type, bounce_type, recipient)
     suppressed: dict[str, str] = dataclasses.field(default_factory=dict)  # address -> reason
     occurred_at: str | None = None  # of the first event
-    sns_timestamp: str = "2025-01-31T12:00:00.000Z"
+    sns_timestamp: str = SNS_NOW
 
 
 AWS_JANE_MESSAGE = "00000138111222aa-33322211-cccc-cccc-cccc-ddddaaaa0680-000000"

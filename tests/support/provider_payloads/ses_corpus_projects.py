@@ -9,6 +9,7 @@ from tests.support.provider_payloads.ses_corpus import (
     ANYMAIL_MESSAGE,
     DJANGO_SES_MESSAGE,
     FAILED,
+    SNS_NOW,
     SUBMITTED,
     Case,
     Intent,
@@ -67,7 +68,7 @@ CASES = [
             ("bounced", "permanent", "richard@example.com"),
         ),
         {"jane@example.com": "bounce", "richard@example.com": "bounce"},
-        occurred_at="2025-01-31T12:00:00.000Z",
+        occurred_at=SNS_NOW,
     ),  # fmt: skip
     # django-anymail test_send_event / test_reject_event / test_open_event / test_click_event
     Case(
@@ -132,7 +133,7 @@ CASES = [
         "Successfully validated SNS topic for Amazon SES event publishing.",
         (),
         (("unknown", None, None),),
-        occurred_at="2025-01-31T12:00:00.000Z",
+        occurred_at=SNS_NOW,
     ),  # fmt: skip
     # django-ses get_mock_bounce: a Permanent bounce with a 4.0.0 "delayed" recipient
     Case(
