@@ -28,8 +28,8 @@ from sqlalchemy.orm import Session
 
 from console.core.lifecycle import Decision
 from console.models import Suppression
+from console.store import holds, suppression_lookup
 from console.store import send_statements as s
-from console.store import suppression_lookup
 from console.store.state_tables import DomainDeferral
 from console.vocabulary import CLAIMED, LANES, PENDING, SENDING
 
@@ -65,6 +65,7 @@ def _due_in_lane(lane: str, now: dt.datetime):
         select(*s.DUE_COLUMNS)
         .where(intent.status == PENDING, intent.lane == lane, intent.next_attempt_at <= now)
         .where(~_in_deferred_domain(now))
+        .where(~holds.lane_held(lane, now), ~holds.intent_held(now))
         .order_by(intent.next_attempt_at)
     )
 

@@ -1,6 +1,6 @@
 """The tables of the product's own running state: worker heartbeats, alerts, lane breakers,
-domain deferrals and failed logins. Not part of the application's contract (DESIGN §9):
-only the worker, the console and its jobs read and write them.
+domain deferrals, operators' holds and failed logins. Not part of the application's
+contract (DESIGN §9): only the worker, the console and its jobs read and write them.
 """
 
 from __future__ import annotations
@@ -52,6 +52,31 @@ class DomainDeferral(Base):
     deferred_until: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     reply_code: Mapped[int | None] = mapped_column(Integer)  # the reply that completed the run
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+
+
+HOLD_LANE, HOLD_TEMPLATE, HOLD_DOMAIN = "lane", "template", "domain"
+HOLD_KINDS = (HOLD_LANE, HOLD_TEMPLATE, HOLD_DOMAIN)
+
+
+class IntentHold(Base):
+    """An operator's hold on a lane, a template (one version or all) or a recipient domain:
+    its pending intents are not claimed while it is set (not released, `until` not passed)."""
+
+    __tablename__ = "intent_hold"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    value: Mapped[str] = mapped_column(String(255))  # lane, template name, lower-cased domain
+    template_version: Mapped[int | None] = mapped_column(Integer)  # None: every version
+    reason: Mapped[str] = mapped_column(Text)
+    held_by: Mapped[str] = mapped_column(String(100))
+    held_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    until: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    released_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+    released_by: Mapped[str | None] = mapped_column(String(100))
+    reminded_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (CheckConstraint(check_in("kind", HOLD_KINDS), name="kind"),)
 
 
 class LaneBreaker(Base):
