@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from console.app import create_app
 from console.config import Settings
+from console.ops.hold_commands import HOLD_COMMANDS
 from console.ops.jobs import start_ops_jobs
 from console.ops.metrics import start_metrics_server
 from console.ops.retention import prune
@@ -160,6 +161,8 @@ def forget_command(address: str, reason: str, cancel: bool) -> None:
 
 
 main.add_command(user_cli)
+for _command in HOLD_COMMANDS:  # hold, release, holds
+    main.add_command(_command)
 
 
 def _register_demo() -> None:
