@@ -216,6 +216,10 @@ class Settings:
     domain_backoff_run: int = 3
     domain_backoff_seconds: float = 60.0
     suppress_refused_mailboxes: bool = True  # a synchronous 550 5.1.1 suppresses the address
+    send_rate: float | None = None  # messages a second, shared by every worker; None: unlimited
+    send_burst: float | None = None  # None: one second's worth
+    send_daily_quota: int | None = None  # messages a rolling 24 hours; None: unlimited
+    send_daily_critical_reserve: int | None = None  # None: 5 % of the quota
     worker_metrics_port: int | None = None  # `console worker` serves /metrics here when set
     worker_metrics_host: str = "127.0.0.1"
     email_templates_dir: Path | None = None  # the application's own templates, beside ours
@@ -284,6 +288,10 @@ _PARSERS = {
     "CONSOLE_DOMAIN_BACKOFF_RUN": ("domain_backoff_run", _positive_int),
     "CONSOLE_DOMAIN_BACKOFF_SECONDS": ("domain_backoff_seconds", _positive_float),
     "CONSOLE_SUPPRESS_REFUSED_MAILBOXES": ("suppress_refused_mailboxes", _boolean),
+    "CONSOLE_SEND_RATE": ("send_rate", _positive_float),
+    "CONSOLE_SEND_BURST": ("send_burst", _positive_float),
+    "CONSOLE_SEND_DAILY_QUOTA": ("send_daily_quota", _positive_int),
+    "CONSOLE_SEND_DAILY_CRITICAL_RESERVE": ("send_daily_critical_reserve", _hop_count),
     "CONSOLE_WORKER_METRICS_PORT": ("worker_metrics_port", _positive_int),
     "CONSOLE_WORKER_METRICS_HOST": ("worker_metrics_host", _string),
     "CONSOLE_EMAIL_TEMPLATES": ("email_templates_dir", _directory),

@@ -15,6 +15,7 @@ import re
 SESSION = "session"
 RECIPIENT = "recipient"
 MESSAGE = "message"
+THROTTLING = "throttling"  # the provider's sending rate for our account, not this message
 
 # Which command an aiosmtplib error (or our own check) answers.
 _COMMAND_OF_ERROR = {
@@ -36,6 +37,22 @@ _SESSION_TEXT = re.compile(
     r"|(helo\s+command|client\s+host|sender\s+address)\s+rejected",
     re.IGNORECASE,
 )
+
+
+# SES: "454 4.7.0 Throttling failure: Maximum sending rate exceeded."; others say "rate limit".
+_THROTTLING_TEXT = re.compile(
+    r"throttl|maximum\s+sending\s+rate|sending\s+rate\s+exceeded|rate\s+limit", re.IGNORECASE
+)
+THROTTLING_HTTP_STATUS = 429
+
+
+def is_throttling(code: int | None, enhanced_status: str | None, reply_text: str | None) -> bool:
+    """Whether a 4yz reply says we send too fast (SES 454 4.7.0 Throttling, a rate limit)."""
+    if code is None or not 400 <= code < 500:
+        return False
+    if code == 454 and enhanced_status == "4.7.0":
+        return True
+    return bool(_THROTTLING_TEXT.search(reply_text or ""))
 
 
 def refused_command(error_type: str | None, connecting: bool) -> str | None:

@@ -12,7 +12,15 @@ import dataclasses
 import re
 from collections.abc import Mapping
 
-from console.core.blame import MESSAGE, SESSION, refusal_blame, refused_command
+from console.core.blame import (
+    MESSAGE,
+    SESSION,
+    THROTTLING,
+    THROTTLING_HTTP_STATUS,
+    is_throttling,
+    refusal_blame,
+    refused_command,
+)
 from console.core.classify_http import classify_http
 from console.core.outcomes import Classification
 from console.core.send_result import SendResult, handed_over
@@ -82,7 +90,10 @@ def classify(result: SendResult, overrides: Overrides = Overrides()) -> Classifi
         summary = "message larger than the relay's advertised SIZE (5.3.4), body not sent"
         return Classification(PERMANENT, _reason(summary, result), blamed=MESSAGE)
     if result.protocol == "http":
-        return classify_http(result)
+        classification = classify_http(result)
+        if result.code == THROTTLING_HTTP_STATUS:  # transient, not the provider failing
+            return dataclasses.replace(classification, blamed=THROTTLING)
+        return classification
     return _classify_smtp(result, overrides)
 
 
@@ -104,6 +115,10 @@ def _classify_smtp(result: SendResult, overrides: Overrides) -> Classification:
         # same for every message, so the worker pauses the lane instead of failing intents.
         summary = f"session refused at {command or 'the envelope'}, not the recipient"
         return Classification(TRANSIENT, _reason(summary, result), alert=True, blamed=SESSION)
+    if is_throttling(code, enhanced, result.reply_text):
+        # Our account's sending rate, not the provider failing: retry, halve the rate.
+        summary = "throttled: the provider's sending rate was exceeded"
+        return Classification(TRANSIENT, _reason(summary, result), blamed=THROTTLING)
     configured = overrides.lookup(code, enhanced) if 400 <= code < 600 else None
     if configured is not None:
         return Classification(configured, _reason(f"configured {configured}", result))

@@ -38,6 +38,7 @@ from console.models import utcnow
 from console.ops.delivery_figures import latency_conditions
 from console.ops.event_alerts import endpoint_conditions
 from console.ops.relay_alerts import relay_conditions
+from console.ops.send_budget_figures import quota_conditions
 from console.outbox import enqueue
 from console.store import alert_checks, alert_states
 from console.store.alert_states import RESOLVED
@@ -197,6 +198,7 @@ CHECKS = (
     latency_conditions,  # p99 enqueue -> accepted over its target for 10 min
     relay_conditions,  # raised by the worker, naming the relay's reply
     endpoint_conditions,  # an SES topic unsubscribed, inbound mail at the events endpoint
+    quota_conditions,  # the daily send quota stops bulk claiming
 )
 
 

@@ -107,3 +107,28 @@ class LoginFailureCount(Base):
     first_failure_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)  # of the current count
     last_failure_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, index=True)
     retry_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)  # no login tried before
+
+
+class SendBudget(Base):
+    """The token bucket of the send rate shared by every worker (console.core.token_bucket).
+
+    Times are seconds since the epoch; `taken` holds what the last claim got.
+    """
+
+    __tablename__ = "send_budget"
+
+    name: Mapped[str] = mapped_column(String(20), primary_key=True)
+    tokens: Mapped[float] = mapped_column(Float)
+    refilled_at: Mapped[float] = mapped_column(Float)
+    factor: Mapped[float] = mapped_column(Float, server_default=text("1"))
+    slowed_at: Mapped[float] = mapped_column(Float, server_default=text("0"))
+    taken: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+
+
+class SendCount(Base):
+    """Messages claimed for sending in one hour (its start, seconds since the epoch)."""
+
+    __tablename__ = "send_count"
+
+    hour_start: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sent: Mapped[int] = mapped_column(Integer)

@@ -12,6 +12,7 @@ from flask import Blueprint, Flask, current_app, render_template, request, url_f
 from console.models import utcnow
 from console.ops.alerts import AMBIGUOUS_WAITING, DEAD_LETTER
 from console.ops.delivery_figures import DashboardFigures
+from console.ops.send_budget_figures import budget_figures, quota_notices
 from console.store import (
     alert_states,
     dashboard_queries,
@@ -138,11 +139,14 @@ def index():
     shapes, peak = chart_shapes(snapshot.chart)
     firing = alert_states.load_firing_alerts(db.session)
     breakers, deferrals = read_breakers(db.session), active_deferrals(db.session, utcnow())
+    budget = budget_figures(db.session, current_settings(), utcnow())
     context = dict(
         snapshot=snapshot,
         alerts=dashboard_alerts(snapshot, stale_after, firing)
         + [Alert(notice) for notice in lane_pause_notices(breakers, firing)]
-        + [Alert(notice) for notice in domain_deferral_notices(deferrals)],
+        + [Alert(notice) for notice in domain_deferral_notices(deferrals)]
+        + [Alert(notice) for notice in quota_notices(budget)],
+        send_budget=budget,
         workers=worker_panel.recent_workers(db.session),
         worker_stale_after=dt.timedelta(seconds=stale_after),
         paused_lanes={lane: state for lane, state in breakers.items() if state.state != CLOSED},

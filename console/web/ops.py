@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from console.models import utcnow
 from console.ops import metrics
+from console.ops.send_budget_figures import register_collector
 from console.store import queue_figures
 from console.web.extensions import current_settings, db
 
@@ -36,7 +37,9 @@ def _queue_registry(app: Flask):
             cache_seconds=settings.metrics_cache_seconds,
             alive_within_seconds=settings.health_max_tick_age_seconds,
         )
-        registry = app.extensions.setdefault(CACHE_EXTENSION, metrics.queue_registry(cache))
+        registry = metrics.queue_registry(cache)
+        register_collector(registry, lambda: Session(engine), settings)  # the send budget
+        registry = app.extensions.setdefault(CACHE_EXTENSION, registry)
     return registry
 
 

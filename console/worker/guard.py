@@ -177,16 +177,19 @@ class SendGuard:
         now: dt.datetime,
         deferral: Deferral | None = None,
         message_level: bool = False,
+        throttled: bool = False,
     ) -> None:
         """Feed one recorded outcome to the breaker, store the deferral it made; commit.
 
-        `message_level`: a refusal of this message alone, never the provider's failure.
+        `message_level`: a refusal of this message alone, never the provider's failure;
+        `throttled`: the provider limits our rate (the send budget slows down), not counted.
         """
         if reached_transport:
             if lane in self.probing:
-                outcome = ACCEPTED if message_level else outcome  # the relay answered
+                answered = message_level or throttled  # the relay answered
+                outcome = ACCEPTED if answered else outcome
                 self._settle_probe(session, lane, outcome, code, now)
-            else:
+            elif not throttled:
                 self._count_towards_breaker(session, lane, outcome, code, now, message_level)
         if deferral is not None:
             deferred = send_guards.defer_domain(session, deferral, code, now)

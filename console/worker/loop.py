@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from console.config import Settings
+from console.core.blame import THROTTLING
 from console.core.classify import classify
 from console.core.lifecycle import Decision
 from console.core.send_result import SendResult
@@ -42,6 +43,7 @@ from console.worker.eligibility import EligibilityPolicy
 from console.worker.guard import GuardPolicy, SendGuard
 from console.worker.housekeeping import housekeeping, new_worker_id
 from console.worker.outcome_writer import OutcomeWriter
+from console.worker.send_budget import SendBudget
 from console.worker.settings import WorkerSettings
 from console.worker.tick import FinishedAttempt, TickReport
 
@@ -68,6 +70,7 @@ class Worker:
         worker_id: str | None = None,
         crash_at: str | None = None,
         guard_policy: GuardPolicy | None = None,
+        budget: SendBudget | None = None,
     ) -> None:
         self.session_factory = session_factory
         self._writes = SerialWrites(session_factory.kw["bind"])
@@ -81,7 +84,9 @@ class Worker:
         self.decisions = SendDecisions(self.catalog, settings.retry, self.eligibility, random)
         self.worker_id = worker_id or new_worker_id()
         self.guard = SendGuard(guard_policy, self.worker_id) if guard_policy else None
-        self._outcomes = OutcomeWriter(settings, self.guard, getattr(transport, "relay", "relay"))
+        self.budget = budget  # the provider's rate and quota; None: unlimited, no statement
+        relay = getattr(transport, "relay", "relay")
+        self._outcomes = OutcomeWriter(settings, self.guard, relay, budget)
         self._refused_lanes: dict[str, dt.datetime] = {}  # lane -> when its intents may go
         self._reconnects_counted = 0
         self.started_at = clock()
@@ -97,6 +102,7 @@ class Worker:
         engine = make_engine(settings.database_url)
         options.setdefault("guard_policy", GuardPolicy.from_settings(settings))
         options.setdefault("catalog", catalog_for(settings))
+        options.setdefault("budget", SendBudget.from_settings(settings))
         worker = cls(
             make_session_factory(engine),
             make_transport(settings),
@@ -157,6 +163,9 @@ class Worker:
             if self.guard:  # lanes paused by their circuit breaker, or probing
                 lane_limits = self.guard.lane_limits(session, now, batch_size)
             limits = claims.lane_limits_within(batch_size, lane_limits)
+            if self.budget:  # the shared rate and quota: critical takes tokens first
+                limits, granted = self.budget.lane_limits(session, now, limits, batch_size)
+                batch_size = granted.batch_limit(batch_size)
             due = claims.lock_due(session, now, batch_size, limits)
             suppressed = claims.suppressed_among(session, {i.recipient.lower() for i in due})
             to_send, not_sent = [], []
@@ -171,6 +180,9 @@ class Worker:
             claims.close_unsent(session, not_sent, now)
             lease_expires_at = now + dt.timedelta(seconds=self.settings.lease_seconds)
             leased = claims.lease(session, to_send, now, lease_expires_at, self.worker_id)
+            if self.budget:
+                lanes = collections.Counter(claim.intent.lane for claim in leased)
+                self.budget.settle(session, now, granted, lanes)
             session.commit()
             if self.guard:
                 self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
@@ -261,7 +273,9 @@ class Worker:
                     claim.intent, claim.attempt_number, classification, now
                 )
         deferral = None
-        if self.guard and result.stage != CLAIMED and not classification.blames_session:
+        # a refused session or the account's rate (throttling) says nothing about the domain
+        about_domain = not classification.blames_session and classification.blamed != THROTTLING
+        if self.guard and result.stage != CLAIMED and about_domain:
             recipient, outcome_name = claim.intent.recipient, classification.outcome
             deferral = self.guard.note_domain_outcome(recipient, outcome_name, result.code, now)
         self._crash_if("before_record")

@@ -2,9 +2,10 @@
 
 For each finished attempt: record the outcome (compare-and-set on the lease), put a
 mailbox the relay called unknown on the suppression list, feed the breaker and the
-per-domain back-off, and raise the alerts that name the relay's reply. A refusal of
-the session (``Classification.blames_session``) is not recorded as an attempt: the
-lane's breaker opens at once, the intent waits uncharged, an operator is told.
+per-domain back-off, halve the shared send rate after a throttling reply, and raise
+the alerts that name the relay's reply. A refusal of the session
+(``Classification.blames_session``) is not recorded as an attempt: the lane's breaker
+opens at once, the intent waits uncharged, an operator is told.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import logging
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
+from console.core.blame import THROTTLING
 from console.core.classify import SMTPUTF8_NOT_OFFERED
 from console.core.rejections import refuses_the_mailbox
 from console.ops import relay_alerts
 from console.store import attempt_records, refused_sessions, suppressions
 from console.vocabulary import CLAIMED
 from console.worker.guard import SendGuard
+from console.worker.send_budget import SendBudget
 from console.worker.settings import WorkerSettings
 from console.worker.tick import FinishedAttempt
 
@@ -29,10 +32,17 @@ log = logging.getLogger("console.worker.loop")
 class OutcomeWriter:
     """Writes what each attempt's outcome calls for; each call is one unit of work."""
 
-    def __init__(self, settings: WorkerSettings, guard: SendGuard | None, relay: str) -> None:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        guard: SendGuard | None,
+        relay: str,
+        budget: SendBudget | None = None,
+    ) -> None:
         self.settings = settings
         self.guard = guard
         self.relay = relay
+        self.budget = budget
 
     def write(self, connection: Connection, outcome: FinishedAttempt) -> bool:
         """Record `outcome`; False when this worker's lease was lost (a stale write)."""
@@ -44,6 +54,9 @@ class OutcomeWriter:
         )
         if not recorded:
             return False
+        throttled = classification.blamed == THROTTLING
+        if throttled and self.budget:  # every worker slows down: the shared rate halves
+            self.budget.throttled(connection, outcome.now)
         if self.settings.suppress_refused_mailboxes and refuses_the_mailbox(result, classification):
             suppressions.suppress_refused_mailbox(
                 connection,
@@ -66,6 +79,7 @@ class OutcomeWriter:
                     now=outcome.now,
                     deferral=outcome.deferral,
                     message_level=classification.blamed == "message",
+                    throttled=throttled,
                 )
         return True
 

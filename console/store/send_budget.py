@@ -1,0 +1,183 @@
+"""The send budget every worker shares: the rate's token bucket and the hourly send counts.
+
+``take_tokens`` is one ``UPDATE ... RETURNING`` on the bucket's row: it refills
+the bucket to `now`, takes up to the wanted tokens, and returns how many it took and
+how many are left (the worker gives the bulk lanes all but the critical reserve). On
+PostgreSQL the row lock makes concurrent claims take turns, and it is held until the
+claim commits, so the quota read and count that follow are serialised too. The
+arithmetic is ``console.core.token_bucket``'s, written in SQL (tests check they agree).
+
+Like the rest of the claim (``claims``), nothing here commits except the functions
+that take a ``Connection`` (``halve_rate``), which are one unit of work each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sqlalchemy import Connection, func, insert, select, text, update
+from sqlalchemy.orm import Session
+
+from console.core import token_bucket as tb
+from console.store.state_tables import SendBudget, SendCount
+
+BUCKET = "send"
+HOUR = 3600
+_BUDGET = SendBudget.__table__
+_COUNT = SendCount.__table__
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sql:
+    least: str
+    greatest: str
+
+    def floor(self, expression: str) -> str:
+        if self.least == "LEAST":
+            return f"FLOOR({expression})"
+        # SQLite without its math functions: CAST truncates towards zero
+        return f"(CAST({expression} AS INTEGER) - (({expression}) < CAST({expression} AS INTEGER)))"
+
+
+def _dialect(session_or_connection) -> _Sql:
+    name = (
+        session_or_connection.get_bind().dialect.name
+        if isinstance(session_or_connection, Session)
+        else session_or_connection.dialect.name
+    )
+    return _Sql("LEAST", "GREATEST") if name == "postgresql" else _Sql("MIN", "MAX")
+
+
+def _factor_now(sql: _Sql) -> str:
+    steps = sql.floor("(:now - slowed_at - :hold) / :step")
+    return f"{sql.least}(1.0, factor + :step_fraction * {sql.greatest}(0, {steps} + 1))"
+
+
+def _take_statement(sql: _Sql):
+    gained = f"{sql.greatest}(0.0, :now - refilled_at) * :rate * {_factor_now(sql)}"
+    available = f"{sql.least}(:burst, tokens + {gained})"
+    taken = f"{sql.least}(:want, {sql.floor(available)})"
+    return text(
+        f"UPDATE send_budget SET tokens = {available} - {taken}, "
+        f"refilled_at = {sql.greatest}(refilled_at, :now), taken = {taken} "
+        "WHERE name = :name RETURNING taken, tokens"
+    )
+
+
+def _halve_statement(sql: _Sql):
+    factor = f"{sql.greatest}(:min_factor, {_factor_now(sql)} / 2)"
+    return text(
+        f"UPDATE send_budget SET factor = {factor}, slowed_at = :now, tokens = 0, "
+        "refilled_at = :now WHERE name = :name AND :now - slowed_at >= :every"
+    )
+
+
+def _constants(policy: tb.BucketPolicy) -> dict[str, float | str]:
+    return dict(
+        name=BUCKET,
+        rate=policy.rate,
+        burst=policy.burst,
+        hold=tb.HOLD_SECONDS,
+        step=tb.STEP_SECONDS,
+        step_fraction=tb.STEP_FRACTION,
+    )
+
+
+def take_tokens(
+    session: Session, policy: tb.BucketPolicy, now: float, want: int
+) -> tuple[int, float]:
+    """Take up to `want` tokens; return how many, and how many are left in the bucket."""
+    connection = session.connection()
+    values = dict(_constants(policy), now=now, want=want)
+    statement = _take_statement(_dialect(session))
+    row = connection.execute(statement, values).first()
+    if row is None:  # the first claim ever: a full bucket
+        _create_bucket(session, policy, now)
+        row = connection.execute(statement, values).first()
+    return int(row.taken), float(row.tokens)
+
+
+def _create_bucket(session: Session, policy: tb.BucketPolicy, now: float) -> None:
+    row = dict(name=BUCKET, tokens=policy.burst, refilled_at=now)
+    statement = insert(_BUDGET).values(row)
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        statement = pg_insert(_BUDGET).values(row).on_conflict_do_nothing()
+    else:
+        statement = statement.prefix_with("OR IGNORE")
+    session.connection().execute(statement)
+
+
+def give_back(session: Session, policy: tb.BucketPolicy, tokens: int) -> None:
+    """Return tokens a claim took and did not lease."""
+    if tokens > 0:
+        budget = _BUDGET.c
+        refunded = func.min if session.get_bind().dialect.name == "sqlite" else func.least
+        session.connection().execute(
+            update(_BUDGET)
+            .where(budget.name == BUCKET)
+            .values(tokens=refunded(policy.burst, budget.tokens + tokens))
+        )
+
+
+def lock_budget(session: Session, now: float) -> None:
+    """Make concurrent claims take turns until this one commits (the quota's count)."""
+    _create_if_missing = update(_BUDGET).where(_BUDGET.c.name == BUCKET).values(name=_BUDGET.c.name)
+    if session.connection().execute(_create_if_missing).rowcount == 0:
+        _create_bucket(session, tb.BucketPolicy(1.0, 1.0), now)
+        session.connection().execute(_create_if_missing)
+
+
+def halve_rate(connection: Connection, now: float) -> bool:
+    """The provider throttled a send: halve the shared rate (at most once a second); commit."""
+    values = dict(
+        name=BUCKET,
+        now=now,
+        min_factor=tb.MIN_FACTOR,
+        every=tb.HALVE_AT_MOST_EVERY_SECONDS,
+        hold=tb.HOLD_SECONDS,
+        step=tb.STEP_SECONDS,
+        step_fraction=tb.STEP_FRACTION,
+    )
+    halved = connection.execute(_halve_statement(_dialect(connection)), values).rowcount == 1
+    connection.commit()
+    return halved
+
+
+def read_bucket(session: Session) -> tb.Bucket | None:
+    """The bucket as last written (refill it to now with the core), or None before any claim."""
+    budget = _BUDGET.c
+    query = select(budget.tokens, budget.refilled_at, budget.factor, budget.slowed_at)
+    row = session.connection().execute(query.where(budget.name == BUCKET)).first()
+    return tb.Bucket(*row) if row is not None else None
+
+
+def sent_since(session: Session, since: float) -> int:
+    """Messages counted from the hour holding `since` on (a window up to an hour longer)."""
+    first_hour = int(since // HOUR) * HOUR
+    query = select(func.coalesce(func.sum(_COUNT.c.sent), 0))
+    return int(
+        session.connection().execute(query.where(_COUNT.c.hour_start >= first_hour)).scalar()
+    )
+
+
+def oldest_hour_since(session: Session, since: float) -> int | None:
+    """The start of the oldest counted hour in the window (it leaves the window first)."""
+    first_hour = int(since // HOUR) * HOUR
+    query = select(func.min(_COUNT.c.hour_start)).where(_COUNT.c.hour_start >= first_hour)
+    return session.connection().execute(query.where(_COUNT.c.sent > 0)).scalar()
+
+
+def count_sent(session: Session, now: float, sent: int) -> None:
+    """Add `sent` to the count of the hour holding `now`; forget hours older than two days."""
+    if sent <= 0:
+        return
+    connection = session.connection()
+    hour = int(now // HOUR) * HOUR
+    moved = connection.execute(
+        update(_COUNT).where(_COUNT.c.hour_start == hour).values(sent=_COUNT.c.sent + sent)
+    )
+    if moved.rowcount == 0:
+        connection.execute(insert(_COUNT).values(hour_start=hour, sent=sent))
+        connection.execute(_COUNT.delete().where(_COUNT.c.hour_start < hour - 48 * HOUR))
