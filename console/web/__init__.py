@@ -29,3 +29,6 @@ def init_app(app: Flask) -> None:
 
     export.init_app(app)
     templates_page.init_app(app)
+    from console.web import holds
+
+    holds.init_app(app)

@@ -1,0 +1,127 @@
+"""Holds in the console: what is held and how many intents wait behind each; operators hold
+and release a lane, a template or a recipient domain, each audited with its reason.
+
+The dashboard, the templates page and an intent's page link here with ``?kind=&value=``;
+this page carries the forms, so a live-refreshed dashboard never swallows a half-typed reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from flask import Blueprint, Flask, flash, g, redirect, render_template, request, url_for
+from flask_login import current_user
+
+from console.mail.catalog import catalog_for
+from console.models import utcnow
+from console.ops.hold_commands import known_selector, max_ages
+from console.store import holds
+from console.store.actions import ActionRefused, StaleAction
+from console.store.state_tables import HOLD_KINDS
+from console.vocabulary import LANES, OPERATOR, VIEWER
+from console.web.auth import has_role, role_required
+from console.web.extensions import current_settings, db
+from console.worker import wakeup
+
+bp = Blueprint("holds", __name__, url_prefix="/holds")
+
+
+def holds_in_force() -> list[holds.HoldLine]:
+    """The holds in force, read once per request (the banner, the sections, the buttons)."""
+    if "holds_in_force" not in g:
+        g.holds_in_force = holds.holds_in_force(db.session, utcnow())
+    return g.holds_in_force
+
+
+def hold_on(kind: str, value: str) -> holds.HoldLine | None:
+    """The hold in force on exactly this lane, template (every version) or domain."""
+    value = value.lower() if kind == "domain" else value
+    for line in holds_in_force():
+        if line.selector == holds.Selector(kind, value):
+            return line
+    return None
+
+
+def holds_stopping(intent) -> list[holds.HoldLine]:
+    """The holds in force that stop `intent` (an Intent row)."""
+    return holds.holds_on(
+        holds_in_force(), lane=intent.lane, template=intent.template,
+        version=intent.template_version, recipient=intent.recipient,
+    )  # fmt: skip
+
+
+def _render(status_code: int = 200, **extra):
+    kind = request.values.get("kind", "")
+    kind = kind if kind in HOLD_KINDS else "template"
+    value = request.values.get("value", "").strip()[:255]
+    context = dict(kind=kind, value=value, kinds=HOLD_KINDS, lanes=LANES, selected=None)
+    if value:
+        context["selected"] = hold_on(kind, value)
+    return render_template("holds/index.html", **{**context, **extra}), status_code
+
+
+@bp.get("")
+@role_required(VIEWER)
+def index():
+    return _render()
+
+
+def _until(raw: str) -> dt.datetime | None:
+    if not raw.strip():
+        return None
+    try:
+        until = dt.datetime.fromisoformat(raw.strip())
+    except ValueError:
+        raise ActionRefused(f"not a time: {raw!r} (expected e.g. 2026-12-01T06:00)") from None
+    return until if until.tzinfo else until.replace(tzinfo=dt.UTC)
+
+
+@bp.post("")
+@role_required(OPERATOR)
+def place():
+    catalog = catalog_for(current_settings())
+    form = request.form
+    try:
+        selector = known_selector(form.get("kind", ""), form.get("value", "")[:255], catalog)
+        holds.place_hold(
+            db.session, selector, actor=current_user.username, reason=form.get("reason"),
+            now=utcnow(), until=_until(form.get("until", "")[:64]),
+        )  # fmt: skip
+    except ActionRefused as exc:
+        db.session.rollback()
+        return _render(409 if isinstance(exc, StaleAction) else 422, error=str(exc))
+    db.session.commit()
+    flash(f"{selector.describe()} is held: nothing of it is sent until it is released.", "success")
+    return redirect(url_for("holds.index"), code=303)
+
+
+@bp.post("/<int:hold_id>/release")
+@role_required(OPERATOR)
+def release(hold_id: int):
+    catalog = catalog_for(current_settings())
+    try:
+        released = holds.release_hold(
+            db.session, hold_id, actor=current_user.username,
+            reason=request.form.get("reason"), now=utcnow(), max_ages=max_ages(catalog),
+        )  # fmt: skip
+    except ActionRefused as exc:
+        db.session.rollback()
+        return _render(409 if isinstance(exc, StaleAction) else 422, error=str(exc))
+    db.session.commit()
+    if released.waiting:
+        wakeup.notify()
+    expired = f"; {released.expired} expired while held" if released.expired else ""
+    message = f"{released.selector.describe()} is released: {released.waiting} intents due now"
+    flash(message + expired + ".", "success")
+    return redirect(url_for("holds.index"), code=303)
+
+
+def init_app(app: Flask) -> None:
+    app.register_blueprint(bp)
+
+    @app.context_processor
+    def hold_helpers():
+        return dict(
+            holds_in_force=holds_in_force, hold_on=hold_on, holds_stopping=holds_stopping,
+            can_hold=lambda: has_role(OPERATOR),
+        )  # fmt: skip
