@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from console.core.lifecycle import IntentFacts, TemplateRules, useful_until
 from console.models import Intent
-from console.store.actions import ActionRefused, required_reason
+from console.store.actions import ActionRefused, StaleAction, required_reason
 from console.store.audit import audit_values, write_audit
 from console.store.intent_insert import NOTIFY_CHANNEL
 from console.store.state_tables import (
@@ -155,7 +155,7 @@ def place_hold(
         raise ActionRefused(f"the hold would end in the past ({until.isoformat()})")
     existing = active_hold(session, selector, now)
     if existing is not None:
-        raise ActionRefused(
+        raise StaleAction(
             f"{selector.describe()} is already held, since {existing.held_at:%Y-%m-%d %H:%M} UTC"
             f" by {existing.held_by}"
         )
@@ -210,7 +210,7 @@ def release_hold(
         hold is None
         or session.execute(ended.values(released_at=now, released_by=actor)).rowcount != 1
     ):
-        raise ActionRefused("that hold is no longer set")
+        raise StaleAction("that hold is no longer set")
     selector = selector_of(hold)
     expired = _expire_held(session, hold, now, max_ages or {})
     waiting = waiting_behind(session, selector)
