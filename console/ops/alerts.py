@@ -37,6 +37,7 @@ from console.mail.catalog import TemplateCatalog, default_catalog
 from console.models import utcnow
 from console.ops.delivery_figures import latency_conditions
 from console.ops.event_alerts import endpoint_conditions
+from console.ops.hold_figures import hold_reminders
 from console.ops.relay_alerts import relay_conditions
 from console.ops.send_budget_figures import quota_conditions
 from console.outbox import enqueue
@@ -199,6 +200,7 @@ CHECKS = (
     relay_conditions,  # raised by the worker, naming the relay's reply
     endpoint_conditions,  # an SES topic unsubscribed, inbound mail at the events endpoint
     quota_conditions,  # the daily send quota stops bulk claiming
+    hold_reminders,  # a hold set for a day or more, once a day
 )
 
 

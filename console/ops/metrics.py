@@ -38,6 +38,7 @@ from sqlalchemy.orm import Session
 
 from console.config import Settings
 from console.models import utcnow
+from console.ops import hold_figures
 from console.ops.delivery_figures import DeliveryCollector
 from console.store import queue_figures
 from console.store.queue_figures import Counts, count_every_status
@@ -288,7 +289,7 @@ def queue_registry(cache: SnapshotCache) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(QueueCollector(cache))
     registry.register(DeliveryCollector(cache._session_factory))  # enqueue->accepted, duplicates
-    return registry
+    return hold_figures.register_collector(registry, cache._session_factory)  # held intents
 
 
 def exposition(queue: CollectorRegistry) -> bytes:

@@ -74,7 +74,6 @@ class IntentHold(Base):
     until: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     released_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     released_by: Mapped[str | None] = mapped_column(String(100))
-    reminded_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (CheckConstraint(check_in("kind", HOLD_KINDS), name="kind"),)
 

@@ -29,7 +29,6 @@ def upgrade():
         sa.Column("until", sa.DateTime(timezone=True), nullable=True),
         sa.Column("released_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("released_by", sa.String(length=100), nullable=True),
-        sa.Column("reminded_at", sa.DateTime(timezone=True), nullable=True),
         sa.CheckConstraint(
             "kind IN ('lane', 'template', 'domain')", name=op.f("ck_intent_hold_kind")
         ),
