@@ -177,3 +177,43 @@ def test_the_list_counts_the_intents_waiting_behind_each_hold(session_factory, c
         ("domain bouncy.example", 2),
         ("template welcome", 1),
     ]
+
+
+def test_two_workers_on_their_own_postgresql_connections_honour_the_same_hold(
+    postgres_url, make_worker, smtp_server, clock
+):
+    import threading
+
+    from console.store.database import make_engine, make_session_factory
+
+    engines = [make_engine(postgres_url) for _ in range(2)]
+    try:
+        factories = [make_session_factory(engine) for engine in engines]
+        hold(factories[0], clock, "domain", "bouncy.example")
+        held = enqueue_orders(factories[0], [f"{n}@bouncy.example" for n in range(10)])
+        fine = enqueue_orders(factories[1], [f"{n}@fine.example" for n in range(10)], "f")
+        workers = [
+            make_worker(
+                SmtpTransport(smtp_server.url, timeout_seconds=2),
+                session_factory=factory,
+                batch_size=4,
+            )  # fmt: skip
+            for factory in factories
+        ]
+
+        def drain(worker):
+            while worker.run_once().claimed:
+                pass
+
+        threads = [threading.Thread(target=drain, args=(worker,)) for worker in workers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        received = sorted(message.recipient for message in smtp_server.received)
+        assert received == sorted(f"{n}@fine.example" for n in range(10)), "each once"
+        assert statuses(factories[1], held) == [PENDING] * 10
+        assert statuses(factories[1], fine) == [SUBMITTED] * 10
+    finally:
+        for engine in engines:
+            engine.dispose()
