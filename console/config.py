@@ -12,8 +12,6 @@ from urllib.parse import urlsplit
 from console.events.keys import ec_public_key, svix_secret
 from console.instance_files import default_secret, secret_key_setting
 
-log = logging.getLogger(__name__)
-
 
 class ConfigError(ValueError):
     """A setting is invalid; the message names the variable."""
