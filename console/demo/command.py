@@ -25,7 +25,7 @@ from flask import Flask
 from sqlalchemy.orm import Session
 
 from console.app import create_app
-from console.demo import casework, history
+from console.demo import casework, history, provider_shapes
 from console.demo.smtp_capture import CapturedMessage, DemoSMTPServer
 from console.models import utcnow
 from console.outbox import enqueue
@@ -276,6 +276,10 @@ def demo_command(
             logins = reset_demo_logins(db.session)
             curl_message_id = seed_demo_events(db.session)
             history.seed_history(db.session)
+            earlier = provider_shapes.sent_mail(
+                db.session, [m[0] for m in history.EARLIER_MAIL[:2]]
+            )
+            provider_shapes.seed_provider_shapes(db.session, earlier)
             db.session.commit()
         _banner(host, port, smtp, app, logins, curl_message_id)
         traffic = DemoTraffic(app).start()

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from console.events import ReportedEvent, mailgun, postmark, resend, sendgrid, ses
 from console.models import utcnow
 from console.store.events import record_events
+from console.store.intent_lookup import intent_by_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +32,16 @@ class SentMail:
 
 
 PLACEHOLDER = SentMail("demo.recipient@example.com", "DEMO-PROVIDER-1")
+
+
+def sent_mail(session: Session, keys: Sequence[str]) -> list[SentMail]:
+    """The intents of `keys` that a provider already took, as SentMail (no commit)."""
+    found = []
+    for key in keys:
+        intent = intent_by_key(session, key)
+        if intent is not None and intent.provider_message_id:
+            found.append(SentMail(intent.recipient, intent.provider_message_id, intent.message_id))
+    return found
 
 
 def seed_provider_shapes(

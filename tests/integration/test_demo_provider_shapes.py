@@ -36,3 +36,19 @@ def test_without_sent_mail_the_events_wait_unmatched(session_factory):
         assert seed_provider_shapes(session, []) == 5
         session.commit()
     assert all(e.intent_id is None for e in all_events(session_factory))
+
+
+def test_the_demo_reports_on_its_earlier_mail_in_every_provider_shape(session_factory):
+    from console.demo import history
+    from console.demo.provider_shapes import sent_mail
+
+    with session_factory() as session:  # as `console demo` seeds, twice
+        for _ in range(2):
+            history.seed_history(session)
+            earlier = sent_mail(session, [row[0] for row in history.EARLIER_MAIL[:2]])
+            assert [mail.recipient for mail in earlier] == ["ada@example.com", "grace@example.com"]
+            seed_provider_shapes(session, earlier)
+            session.commit()
+    native = [e for e in all_events(session_factory) if e.source != "webhook"]
+    assert sorted(e.source for e in native) == ["mailgun", "postmark", "resend", "sendgrid", "ses"]
+    assert all(e.intent_id is not None for e in native), [e.unmatched_reason for e in native]
