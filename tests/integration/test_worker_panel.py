@@ -55,7 +55,7 @@ def test_panel_lists_workers_paused_lanes_and_deferred_domains(app, console_clie
 def test_panel_without_workers_says_so(console_client):
     shown = panel(console_client("viewer").get("/").text)
     assert "No worker has ticked yet" in shown
-    assert "No lane is paused" in shown and "No domain is deferred" in shown
+    assert "Every lane is running" in shown and "No domain is deferred" in shown
 
 
 def test_the_htmx_refresh_carries_the_panel(console_client):
