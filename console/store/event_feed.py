@@ -127,12 +127,12 @@ def events_page(
     if before is not None:
         conditions.append(ProviderEvent.id < before)
     found: dict[int, FeedRow] = {}
-    for branch in _branches(filters):
+    for branch, newest_first in _branches(filters):
         query = (
             select(*_COLUMNS)
             .outerjoin(Intent, Intent.id == ProviderEvent.intent_id)
             .where(*conditions, *branch)
-            .order_by(ProviderEvent.id.desc())
+            .order_by(newest_first.desc())
             .limit(limit + 1)
         )
         for row in session.execute(query):
@@ -142,24 +142,31 @@ def events_page(
     return FeedPage(rows[:limit], next_before)
 
 
-def _branches(filters: EventFilters) -> list[list[ColumnElement[bool]]]:
-    """One query without a recipient; with one, its intents' events and its unmatched ones."""
+Branch = tuple[list[ColumnElement[bool]], ColumnElement[int]]  # conditions, the id to sort on
+
+
+def _branches(filters: EventFilters) -> list[Branch]:
+    """One query without a recipient; with one, its intents' events and its unmatched ones.
+
+    The unmatched events naming the recipient are sorted on `id + 0`: the primary
+    key cannot serve that order, so the planners read the few unmatched events from
+    their index instead of walking the whole table newest first for a rare address.
+    """
     if not filters.recipient:
-        return [[]]
+        return [([], ProviderEvent.id)]
     address = filters.recipient
     local, _, domain = address.rpartition("@")
     spellings = {address, address.lower(), f"{local}@{domain.lower()}" if local else address}
     to_address = select(Intent.id).where(Intent.recipient.in_(spellings))
-    branches = []
+    branches: list[Branch] = []
     if filters.match != UNMATCHED:
-        branches.append([ProviderEvent.intent_id.in_(to_address)])
+        branches.append(([ProviderEvent.intent_id.in_(to_address)], ProviderEvent.id))
     if filters.match != MATCHED:
-        branches.append(
-            [
-                ProviderEvent.matched_at.is_(None),
-                func.lower(ProviderEvent.recipient) == address.lower(),
-            ]
-        )
+        naming = [
+            ProviderEvent.matched_at.is_(None),
+            func.lower(ProviderEvent.recipient) == address.lower(),
+        ]
+        branches.append((naming, ProviderEvent.id + 0))
     return branches
 
 
