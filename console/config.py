@@ -3,140 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from console.core import setting_values as values
+from console.core.setting_values import ConfigError
 from console.events.keys import ec_public_key, svix_secret
 from console.instance_files import default_secret, secret_key_setting
-
-
-class ConfigError(ValueError):
-    """A setting is invalid; the message names the variable."""
-
-
-def _positive_int(name: str, raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
-    if value < 1:
-        raise ConfigError(f"{name} must be at least 1, got {value}")
-    return value
-
-
-def _hop_count(name: str, raw: str) -> int:
-    return 0 if raw.strip() == "0" else _positive_int(name, raw.strip())
-
-
-def _non_negative_float(name: str, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
-    if value < 0 or value != value:
-        raise ConfigError(f"{name} must not be negative, got {raw!r}")
-    return value
-
-
-def _positive_float(name: str, raw: str) -> float:
-    value = _non_negative_float(name, raw)
-    if value == 0:
-        raise ConfigError(f"{name} must be greater than 0, got {raw!r}")
-    return value
-
-
-def _boolean(name: str, raw: str) -> bool:
-    lowered = raw.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off", ""):
-        return False
-    raise ConfigError(f"{name} must be 1/0, true/false, yes/no or on/off, got {raw!r}")
-
-
-def _string(name: str, raw: str) -> str:
-    if not raw.strip():
-        raise ConfigError(f"{name} must not be empty")
-    return raw.strip()
-
-
-def _database_url(name: str, raw: str) -> str:
-    scheme = urlsplit(raw).scheme
-    if not scheme.startswith(("sqlite", "postgresql")):
-        raise ConfigError(f"{name} must be a sqlite:// or postgresql:// URL, got scheme {scheme!r}")
-    if scheme in ("postgresql", "postgres"):
-        raw = "postgresql+psycopg" + raw[len(scheme) :]
-    return raw
-
-
-def _smtp_url(name: str, raw: str) -> str:
-    parts = urlsplit(raw)
-    if parts.scheme not in ("smtp", "smtps"):
-        raise ConfigError(f"{name} must start with smtp:// or smtps://, got {raw.split(':')[0]!r}")
-    if not parts.hostname:
-        raise ConfigError(f"{name} must name a host, e.g. smtp://127.0.0.1:1025")
-    try:
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError:
-        raise ConfigError(f"{name} has an invalid port") from None
-    return raw
-
-
-def _domain(name: str, raw: str) -> str:
-    value = _string(name, raw)
-    if any(c in value for c in "<>@ \r\n\t") or "." not in value:
-        raise ConfigError(f"{name} must be a domain name like mail.example.com, got {raw!r}")
-    return value
-
-
-def _mailbox(name: str, raw: str) -> str:
-    value = _string(name, raw)
-    if "\r" in value or "\n" in value or "@" not in value:
-        raise ConfigError(f"{name} must be an address like 'Shop <noreply@example.com>'")
-    return value
-
-
-def _transport(name: str, raw: str) -> str:
-    value = raw.strip().lower()
-    if value not in ("smtp", "http"):
-        raise ConfigError(f"{name} must be smtp or http, got {raw!r}")
-    return value
-
-
-def _http_url(name: str, raw: str) -> str:
-    parts = urlsplit(raw.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"{name} must be an http(s):// URL, e.g. https://api.resend.com")
-    return raw.strip().rstrip("/")
-
-
-def _comma_list(name: str, raw: str) -> tuple[str, ...]:
-    return tuple(item.strip() for item in raw.split(",") if item.strip())
-
-
-def _fraction(name: str, raw: str) -> float:
-    value = _positive_float(name, raw)
-    if value > 1:
-        raise ConfigError(f"{name} must be a fraction between 0 and 1, got {raw!r}")
-    return value
-
-
-def _directory(name: str, raw: str) -> Path:
-    path = Path(raw.strip()).expanduser()
-    if not path.is_dir():
-        problem = "is not a directory" if path.exists() else "does not exist"
-        raise ConfigError(f"{name} must be an existing directory: {str(path)!r} {problem}")
-    return path.resolve()
-
-
-def _log_level(name: str, raw: str) -> str:
-    value = raw.strip().upper()
-    if not isinstance(logging.getLevelName(value), int):
-        raise ConfigError(f"{name} must be a level like INFO or DEBUG, got {raw!r}")
-    return value
 
 
 def _ehlo_name(name: str, raw: str) -> str:
@@ -231,74 +105,86 @@ class Settings:
 
 # variable name -> (field, parser)
 _PARSERS = {
-    "CONSOLE_DATABASE_URL": ("database_url", _database_url),
+    "CONSOLE_DATABASE_URL": ("database_url", values.database_url),
     "CONSOLE_SECRET_KEY": ("secret_key", secret_key_setting),
-    "CONSOLE_SMTP_URL": ("smtp_url", _smtp_url),
-    "CONSOLE_SMTP_CONNECTIONS": ("smtp_connections", _positive_int),
-    "CONSOLE_SMTP_TIMEOUT_SECONDS": ("smtp_timeout_seconds", _positive_float),
+    "CONSOLE_SMTP_URL": ("smtp_url", values.smtp_url),
+    "CONSOLE_SMTP_CONNECTIONS": ("smtp_connections", values.positive_int),
+    "CONSOLE_SMTP_TIMEOUT_SECONDS": ("smtp_timeout_seconds", values.positive_float),
     "CONSOLE_SMTP_EHLO_NAME": ("smtp_ehlo_name", _ehlo_name),
-    "CONSOLE_POLL_SECONDS": ("poll_seconds", _positive_float),
-    "CONSOLE_BATCH_SIZE": ("batch_size", _positive_int),
-    "CONSOLE_LEASE_SECONDS": ("lease_seconds", _positive_float),
-    "CONSOLE_RETRY_BASE_SECONDS": ("retry_base_seconds", _positive_float),
-    "CONSOLE_RETRY_CAP_SECONDS": ("retry_cap_seconds", _positive_float),
-    "CONSOLE_RETRY_FLOOR_SECONDS": ("retry_floor_seconds", _non_negative_float),
-    "CONSOLE_MAX_ATTEMPTS": ("max_attempts", _positive_int),
-    "CONSOLE_MAX_AGE_SECONDS": ("max_age_seconds", _positive_float),
-    "CONSOLE_MESSAGE_ID_DOMAIN": ("message_id_domain", _domain),
-    "CONSOLE_MAIL_FROM": ("mail_from", _mailbox),
-    "CONSOLE_MAX_PARAMS_BYTES": ("max_params_bytes", _positive_int),
-    "CONSOLE_ELIGIBILITY_MODULE": ("eligibility_module", _string),
-    "CONSOLE_COOKIE_SECURE": ("cookie_secure", _boolean),
+    "CONSOLE_POLL_SECONDS": ("poll_seconds", values.positive_float),
+    "CONSOLE_BATCH_SIZE": ("batch_size", values.positive_int),
+    "CONSOLE_LEASE_SECONDS": ("lease_seconds", values.positive_float),
+    "CONSOLE_RETRY_BASE_SECONDS": ("retry_base_seconds", values.positive_float),
+    "CONSOLE_RETRY_CAP_SECONDS": ("retry_cap_seconds", values.positive_float),
+    "CONSOLE_RETRY_FLOOR_SECONDS": ("retry_floor_seconds", values.non_negative_float),
+    "CONSOLE_MAX_ATTEMPTS": ("max_attempts", values.positive_int),
+    "CONSOLE_MAX_AGE_SECONDS": ("max_age_seconds", values.positive_float),
+    "CONSOLE_MESSAGE_ID_DOMAIN": ("message_id_domain", values.domain),
+    "CONSOLE_MAIL_FROM": ("mail_from", values.mailbox),
+    "CONSOLE_MAX_PARAMS_BYTES": ("max_params_bytes", values.positive_int),
+    "CONSOLE_ELIGIBILITY_MODULE": ("eligibility_module", values.string),
+    "CONSOLE_COOKIE_SECURE": ("cookie_secure", values.boolean),
     "CONSOLE_CLASSIFY_OVERRIDES": ("classify_overrides", _classify_overrides),
-    "CONSOLE_TRANSPORT": ("transport", _transport),
-    "CONSOLE_HTTP_PROVIDER_URL": ("http_provider_url", _http_url),
-    "CONSOLE_HTTP_PROVIDER_KEY": ("http_provider_key", _string),
-    "CONSOLE_HTTP_IDEMPOTENCY_WINDOW_SECONDS": ("http_idempotency_window_seconds", _positive_float),
-    "CONSOLE_SNS_TOPIC_ARNS": ("sns_topic_arns", _comma_list),
-    "CONSOLE_WEBHOOK_SECRET": ("webhook_secret", _string),
-    "CONSOLE_WEBHOOK_TOLERANCE_SECONDS": ("webhook_tolerance_seconds", _positive_float),
+    "CONSOLE_TRANSPORT": ("transport", values.transport),
+    "CONSOLE_HTTP_PROVIDER_URL": ("http_provider_url", values.http_url),
+    "CONSOLE_HTTP_PROVIDER_KEY": ("http_provider_key", values.string),
+    "CONSOLE_HTTP_IDEMPOTENCY_WINDOW_SECONDS": (
+        "http_idempotency_window_seconds",
+        values.positive_float,
+    ),
+    "CONSOLE_SNS_TOPIC_ARNS": ("sns_topic_arns", values.comma_list),
+    "CONSOLE_WEBHOOK_SECRET": ("webhook_secret", values.string),
+    "CONSOLE_WEBHOOK_TOLERANCE_SECONDS": ("webhook_tolerance_seconds", values.positive_float),
     "CONSOLE_RESEND_WEBHOOK_SECRET": ("resend_webhook_secret", svix_secret),
-    "CONSOLE_POSTMARK_WEBHOOK_USER": ("postmark_webhook_user", _string),
-    "CONSOLE_POSTMARK_WEBHOOK_PASSWORD": ("postmark_webhook_password", _string),
-    "CONSOLE_MAILGUN_SIGNING_KEY": ("mailgun_signing_key", _string),
+    "CONSOLE_POSTMARK_WEBHOOK_USER": ("postmark_webhook_user", values.string),
+    "CONSOLE_POSTMARK_WEBHOOK_PASSWORD": ("postmark_webhook_password", values.string),
+    "CONSOLE_MAILGUN_SIGNING_KEY": ("mailgun_signing_key", values.string),
     "CONSOLE_SENDGRID_PUBLIC_KEY": ("sendgrid_public_key", ec_public_key),
-    "CONSOLE_METRICS_CACHE_SECONDS": ("metrics_cache_seconds", _non_negative_float),
-    "CONSOLE_HEALTH_MAX_TICK_AGE_SECONDS": ("health_max_tick_age_seconds", _positive_float),
-    "CONSOLE_RETENTION_DAYS": ("retention_days", _positive_float),
-    "CONSOLE_RETENTION_BATCH_SIZE": ("retention_batch_size", _positive_int),
-    "CONSOLE_RETENTION_DELETE_DAYS": ("retention_delete_days", _non_negative_float),
-    "CONSOLE_ALERT_WEBHOOK_URL": ("alert_webhook_url", _http_url),
-    "CONSOLE_ALERT_EMAIL": ("alert_email", _mailbox),
-    "CONSOLE_ALERT_INTERVAL_SECONDS": ("alert_interval_seconds", _positive_float),
-    "CONSOLE_ALERT_WEBHOOK_TIMEOUT_SECONDS": ("alert_webhook_timeout_seconds", _positive_float),
-    "CONSOLE_ALERT_AMBIGUOUS_AFTER_SECONDS": ("alert_ambiguous_after_seconds", _positive_float),
-    "CONSOLE_ALERT_DEAD_WINDOW_SECONDS": ("alert_dead_window_seconds", _positive_float),
-    "CONSOLE_ALERT_AUTH_WINDOW_SECONDS": ("alert_auth_window_seconds", _positive_float),
+    "CONSOLE_METRICS_CACHE_SECONDS": ("metrics_cache_seconds", values.non_negative_float),
+    "CONSOLE_HEALTH_MAX_TICK_AGE_SECONDS": ("health_max_tick_age_seconds", values.positive_float),
+    "CONSOLE_RETENTION_DAYS": ("retention_days", values.positive_float),
+    "CONSOLE_RETENTION_BATCH_SIZE": ("retention_batch_size", values.positive_int),
+    "CONSOLE_RETENTION_DELETE_DAYS": ("retention_delete_days", values.non_negative_float),
+    "CONSOLE_ALERT_WEBHOOK_URL": ("alert_webhook_url", values.http_url),
+    "CONSOLE_ALERT_EMAIL": ("alert_email", values.mailbox),
+    "CONSOLE_ALERT_INTERVAL_SECONDS": ("alert_interval_seconds", values.positive_float),
+    "CONSOLE_ALERT_WEBHOOK_TIMEOUT_SECONDS": (
+        "alert_webhook_timeout_seconds",
+        values.positive_float,
+    ),
+    "CONSOLE_ALERT_AMBIGUOUS_AFTER_SECONDS": (
+        "alert_ambiguous_after_seconds",
+        values.positive_float,
+    ),
+    "CONSOLE_ALERT_DEAD_WINDOW_SECONDS": ("alert_dead_window_seconds", values.positive_float),
+    "CONSOLE_ALERT_AUTH_WINDOW_SECONDS": ("alert_auth_window_seconds", values.positive_float),
     "CONSOLE_ALERT_PENDING_AGE_CRITICAL_SECONDS": (
         "alert_pending_age_critical_seconds",
-        _positive_float,
+        values.positive_float,
     ),
-    "CONSOLE_ALERT_PENDING_AGE_BULK_SECONDS": ("alert_pending_age_bulk_seconds", _positive_float),
-    "CONSOLE_BREAKER_WINDOW_ATTEMPTS": ("breaker_window_attempts", _positive_int),
-    "CONSOLE_BREAKER_FAILURE_RATE": ("breaker_failure_rate", _fraction),
-    "CONSOLE_BREAKER_OPEN_SECONDS": ("breaker_open_seconds", _positive_float),
-    "CONSOLE_DOMAIN_BACKOFF_RUN": ("domain_backoff_run", _positive_int),
-    "CONSOLE_DOMAIN_BACKOFF_SECONDS": ("domain_backoff_seconds", _positive_float),
-    "CONSOLE_SUPPRESS_REFUSED_MAILBOXES": ("suppress_refused_mailboxes", _boolean),
-    "CONSOLE_SEND_RATE": ("send_rate", _positive_float),
-    "CONSOLE_SEND_BURST": ("send_burst", _positive_float),
-    "CONSOLE_SEND_DAILY_QUOTA": ("send_daily_quota", _positive_int),
-    "CONSOLE_SEND_DAILY_CRITICAL_RESERVE": ("send_daily_critical_reserve", _hop_count),
-    "CONSOLE_WORKER_METRICS_PORT": ("worker_metrics_port", _positive_int),
-    "CONSOLE_WORKER_METRICS_HOST": ("worker_metrics_host", _string),
-    "CONSOLE_EMAIL_TEMPLATES": ("email_templates_dir", _directory),
-    "CONSOLE_LOG_LEVEL": ("log_level", _log_level),
-    "CONSOLE_TRUSTED_PROXIES": ("trusted_proxies", _hop_count),
-    "CONSOLE_SESSION_IDLE_MINUTES": ("session_idle_minutes", _positive_float),
-    "CONSOLE_SESSION_MAX_HOURS": ("session_max_hours", _positive_float),
-    "CONSOLE_DATABASE_LOCK_TIMEOUT_SECONDS": ("db_lock_timeout_seconds", _positive_float),
-    "CONSOLE_TEST_CRASH_AT": ("test_crash_at", _string),
+    "CONSOLE_ALERT_PENDING_AGE_BULK_SECONDS": (
+        "alert_pending_age_bulk_seconds",
+        values.positive_float,
+    ),
+    "CONSOLE_BREAKER_WINDOW_ATTEMPTS": ("breaker_window_attempts", values.positive_int),
+    "CONSOLE_BREAKER_FAILURE_RATE": ("breaker_failure_rate", values.fraction),
+    "CONSOLE_BREAKER_OPEN_SECONDS": ("breaker_open_seconds", values.positive_float),
+    "CONSOLE_DOMAIN_BACKOFF_RUN": ("domain_backoff_run", values.positive_int),
+    "CONSOLE_DOMAIN_BACKOFF_SECONDS": ("domain_backoff_seconds", values.positive_float),
+    "CONSOLE_SUPPRESS_REFUSED_MAILBOXES": ("suppress_refused_mailboxes", values.boolean),
+    "CONSOLE_SEND_RATE": ("send_rate", values.positive_float),
+    "CONSOLE_SEND_BURST": ("send_burst", values.positive_float),
+    "CONSOLE_SEND_DAILY_QUOTA": ("send_daily_quota", values.positive_int),
+    "CONSOLE_SEND_DAILY_CRITICAL_RESERVE": ("send_daily_critical_reserve", values.hop_count),
+    "CONSOLE_WORKER_METRICS_PORT": ("worker_metrics_port", values.positive_int),
+    "CONSOLE_WORKER_METRICS_HOST": ("worker_metrics_host", values.string),
+    "CONSOLE_EMAIL_TEMPLATES": ("email_templates_dir", values.directory),
+    "CONSOLE_LOG_LEVEL": ("log_level", values.log_level),
+    "CONSOLE_TRUSTED_PROXIES": ("trusted_proxies", values.hop_count),
+    "CONSOLE_SESSION_IDLE_MINUTES": ("session_idle_minutes", values.positive_float),
+    "CONSOLE_SESSION_MAX_HOURS": ("session_max_hours", values.positive_float),
+    "CONSOLE_DATABASE_LOCK_TIMEOUT_SECONDS": ("db_lock_timeout_seconds", values.positive_float),
+    "CONSOLE_TEST_CRASH_AT": ("test_crash_at", values.string),
 }
 
 
