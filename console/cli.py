@@ -1,7 +1,8 @@
 """The ``console`` command: a Flask CLI group around the app factory, and its commands.
 
 ``serve`` (web console with the embedded worker), ``worker`` (the send loop
-alone), ``db`` (Flask-Migrate), ``user`` (user_commands), ``prune``, ``forget`` and ``demo``. Each
+alone), ``db`` (Flask-Migrate), ``user`` (ops/user_commands), ``prune``, ``forget``,
+``hold``, ``release``, ``holds`` (ops/hold_commands) and ``demo``. Each
 command reads the settings the app was built with and hands them on: nothing
 below this module reaches for Flask's ``current_app``.
 """
@@ -23,7 +24,7 @@ from console.ops.hold_commands import HOLD_COMMANDS
 from console.ops.jobs import start_ops_jobs
 from console.ops.metrics import start_metrics_server
 from console.ops.retention import prune
-from console.user_commands import user_cli
+from console.ops.user_commands import user_cli
 from console.web.extensions import db
 from console.web.ops import SCHEDULER_EXTENSION
 from console.worker import pg_wakeup

@@ -10,7 +10,7 @@ from pathlib import Path
 from console.core import setting_values as values
 from console.core.setting_values import ConfigError
 from console.events.keys import ec_public_key, svix_secret
-from console.instance_files import default_secret, secret_key_setting
+from console.paths import default_secret, secret_key_setting
 
 
 def _ehlo_name(name: str, raw: str) -> str:
