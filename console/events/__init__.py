@@ -110,17 +110,21 @@ def clip(value: Any, limit: int) -> str | None:
     return value.strip()[:limit]
 
 
+SANE_EVENT_YEARS = range(1970, 3000)  # a provider's event outside these years is refused
+
+
 def parse_timestamp(value: Any) -> dt.datetime | None:
     """Read an ISO 8601 timestamp as an aware UTC datetime; None when absent or unreadable."""
     if not isinstance(value, str):
         return None
     try:
         parsed = dt.datetime.fromisoformat(value.strip())
-    except ValueError:
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=dt.UTC)
+        parsed = parsed.astimezone(dt.UTC)
+    except (ValueError, OverflowError):
         return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.UTC)
-    return parsed.astimezone(dt.UTC)
+    return parsed if parsed.year in SANE_EVENT_YEARS else None
 
 
 def parse_epoch(value: Any) -> dt.datetime | None:
@@ -131,3 +135,28 @@ def parse_epoch(value: Any) -> dt.datetime | None:
         return dt.datetime.fromtimestamp(float(value), dt.UTC)
     except (TypeError, ValueError, OverflowError, OSError):
         return None
+
+
+def refuse_unstorable_text(data: Any) -> None:
+    """EventRejected for a NUL or an unpaired surrogate in any key or text of a parsed JSON
+    body: no database column stores them faithfully (SQLite keeps a NUL, PostgreSQL refuses
+    it, and neither encodes a lone surrogate)."""
+    pending = [data]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str):
+            _refuse_unstorable_string(value)
+
+
+def _refuse_unstorable_string(value: str) -> None:
+    if "\x00" in value:
+        raise EventRejected("the body holds a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise EventRejected("the body holds an unpaired surrogate") from None

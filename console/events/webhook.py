@@ -31,6 +31,7 @@ from console.events import (
     ReportedEvent,
     normalize_message_id,
     parse_timestamp,
+    refuse_unstorable_text,
 )
 
 SOURCE = "webhook"
@@ -77,6 +78,7 @@ def parse_event(body: bytes) -> ReportedEvent:
         raise EventRejected("the body is not JSON") from None
     if not isinstance(data, dict):
         raise EventRejected("the body must be one JSON object")
+    refuse_unstorable_text(data)
     fields = {name: _text(data, name) for name in (*_TEXT_LIMITS, "type", "diagnostic")}
     if not fields["id"]:
         raise EventRejected("'id' is required")
