@@ -46,14 +46,52 @@ def write_audit(session: Session, rows: list[dict[str, Any]]) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
+class AuditFilters:
+    """What the audit list is narrowed to; every field optional. Dates are UTC, `to` inclusive."""
+
+    actor: str | None = None
+    action: str | None = None
+    intent_id: int | None = None
+    date_from: dt.date | None = None
+    date_to: dt.date | None = None
+
+    def conditions(self) -> list[Any]:
+        found: list[Any] = []
+        if self.actor:
+            found.append(AuditEntry.actor == self.actor)
+        if self.action:
+            found.append(AuditEntry.action == self.action)
+        if self.intent_id is not None:
+            found.append(AuditEntry.intent_id == self.intent_id)
+        if self.date_from is not None:
+            found.append(AuditEntry.created_at >= _midnight(self.date_from))
+        if self.date_to is not None:
+            found.append(AuditEntry.created_at < _midnight(self.date_to + dt.timedelta(days=1)))
+        return found
+
+
+def _midnight(day: dt.date) -> dt.datetime:
+    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
+
+
+@dataclasses.dataclass(frozen=True)
 class AuditPage:
     entries: list[AuditEntry]
     next_before: int | None
 
 
-def audit_page(session: Session, *, before: int | None = None, limit: int = PAGE_SIZE) -> AuditPage:
-    """Return audit entries newest first, keyset-paginated by id."""
+def audit_page(
+    session: Session,
+    *,
+    before: int | None = None,
+    filters: AuditFilters | None = None,
+    limit: int | None = None,
+) -> AuditPage:
+    """Return audit entries matching `filters`, newest first, keyset-paginated by id."""
+    limit = limit or PAGE_SIZE
     query = select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit + 1)
+    if filters is not None:
+        query = query.where(*filters.conditions())
     if before is not None:
         query = query.where(AuditEntry.id < before)
     entries = list(session.execute(query).scalars())
