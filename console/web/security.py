@@ -7,9 +7,21 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from flask import Blueprint, Flask, abort, current_app, render_template, request, session
+from flask import (
+    Blueprint,
+    Flask,
+    abort,
+    current_app,
+    jsonify,
+    render_template,
+    request,
+    session,
+)
+from flask_login import current_user
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from werkzeug.exceptions import HTTPException
+
+from console.web.extensions import db
 
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "X-CSRFToken"
@@ -102,14 +114,81 @@ def _add_security_headers(response):
     return response
 
 
+_WANTS_JSON_PREFIXES = ("/webhooks/", "/metrics")
+_TITLES = {409: "Changed meanwhile", 500: "Something went wrong"}
+_CONFLICT = (
+    "This changed meanwhile (another operator, or the worker, got there first), so nothing"
+    " was done. Reload the page to see its current state, then try again if still needed."
+)
+_FAULT = (
+    "The console hit an error it did not expect; nothing more was done and the error was"
+    " logged with its details. Try again; if it keeps happening, tell whoever runs the console."
+)
+
+
+def _wants_json() -> bool:
+    path = request.path
+    return path == "/metrics" or path.startswith(_WANTS_JSON_PREFIXES) or _is_exempt()
+
+
+def _role_needed() -> str | None:
+    """The least role the refused view asks for, read from its role_required wrapper."""
+    seen: set[int] = set()
+    todo = [current_app.view_functions.get(request.endpoint or "")]
+    while todo:
+        func = todo.pop()
+        if func is None or id(func) in seen or len(seen) > 20:
+            continue
+        seen.add(id(func))
+        cells = dict(zip(func.__code__.co_freevars, func.__closure__ or (), strict=False))
+        if "minimum" in cells and isinstance(cells["minimum"].cell_contents, str):
+            return cells["minimum"].cell_contents
+        todo.extend(c.cell_contents for c in cells.values() if callable(c.cell_contents))
+        todo.append(getattr(func, "__wrapped__", None))
+    return None
+
+
+def _article(word: str) -> str:
+    return f"an {word}" if word[:1] in "aeiou" else f"a {word}"
+
+
+def _description(error: HTTPException) -> str:
+    """What the page says: the view's own message, or what is needed to get further."""
+    own = error.description if error.description != type(error).description else None
+    code = error.code
+    if code == 403:
+        needed = _role_needed()
+        you = getattr(current_user, "role", None) if current_user.is_authenticated else None
+        if needed and you:
+            lead = f"This needs the {needed} role; you are {_article(you)}."
+            return f"{lead} {own} Ask an admin." if own else f"{lead} Ask an admin for it."
+        return own or "Your account may not do this. Ask an admin for the role it needs."
+    if code == 404:
+        return own or f"There is nothing at {request.path[:200]}. Check the address, or start over."
+    if code == 409:
+        return own or _CONFLICT
+    if code == 500:
+        return _FAULT
+    return own or error.description or ""
+
+
 def _error_page(error: HTTPException):
-    """Answer a browser with a readable page; anything else with the plain error."""
-    if _is_exempt() or not request.accept_mimetypes.accept_html:
+    """Answer a browser with a styled page that says what is needed; JSON on machine routes."""
+    code = error.code or 500
+    if _wants_json():
+        message = error.description if code != 500 else "internal error; it was logged"
+        return jsonify(error=message), code
+    if not request.accept_mimetypes.accept_html:
         return error
-    page = render_template(
-        "error.html", code=error.code, name=error.name, description=error.description
-    )
-    return page, error.code
+    description = _description(error)
+    name = _TITLES.get(code, error.name)
+    try:
+        if code == 500:
+            db.session.rollback()  # the failed request's transaction, before the layout reads
+        page = render_template("error.html", code=code, name=name, description=description)
+    except Exception:  # the layout itself failed (e.g. the database): plain text
+        return description, code, {"Content-Type": "text/plain; charset=utf-8"}
+    return page, code
 
 
 def init_app(app: Flask) -> None:
@@ -117,5 +196,5 @@ def init_app(app: Flask) -> None:
     app.before_request(_check_csrf)
     app.after_request(_add_security_headers)
     app.jinja_env.globals["csrf_token"] = csrf_token
-    for code in (400, 403, 404, 405):
+    for code in (400, 403, 404, 405, 409, 500):
         app.register_error_handler(code, _error_page)
