@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 from flask import Blueprint, Flask, flash, redirect, render_template, request, url_for
 from flask_login import current_user
+from sqlalchemy import func, select, update
 
+from console.models import AuditEntry
 from console.store import accounts, actions
 from console.store.accounts import UserError
 from console.vocabulary import ROLES
@@ -59,10 +63,39 @@ def _apply(change, done: str):
     return redirect(url_for("users.index"), code=303)
 
 
+REASON_LONGEST = 2000
+
+
+def _deactivate_with_reason(user_id: int, actor: str, reason: str):
+    """Deactivate the account and put `reason` on the audit entry that just wrote."""
+    if len(reason) > REASON_LONGEST:
+        raise UserError(f"the reason is longer than {REASON_LONGEST} characters")
+    user = accounts.set_user_active(db.session, user_id, False, actor=actor)
+    if reason:
+        entry = (
+            select(func.max(AuditEntry.id))
+            .where(AuditEntry.action == "user_deactivate")
+            .where(AuditEntry.actor == actor, AuditEntry.target == user.username)
+            .scalar_subquery()
+        )
+        db.session.execute(
+            update(AuditEntry)
+            .where(AuditEntry.id == entry)
+            .values(reason=reason)
+            .execution_options(synchronize_session=False)
+        )
+    return user
+
+
 def _set_active(user_id: int, active: bool):
     actor = current_user.username
+    if active:
+        change = functools.partial(accounts.set_user_active, db.session, user_id, True, actor=actor)
+    else:
+        reason = request.form.get("reason", "").strip()
+        change = functools.partial(_deactivate_with_reason, user_id, actor, reason)
     return _apply(
-        lambda: accounts.set_user_active(db.session, user_id, active, actor=actor),
+        change,
         "{user.username} is " + ("active." if active else "deactivated; their sessions ended."),
     )
 
