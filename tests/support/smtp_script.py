@@ -14,6 +14,7 @@ import os
 import re
 import secrets
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -41,6 +42,7 @@ class Received:
     result: str  # "250", "451", ..., "stall" or "hangup"
     queue_id: str | None = None
     mail_options: tuple[str, ...] = ()  # the MAIL FROM parameters: SIZE=, BODY=, SMTPUTF8
+    received_at: float | None = None  # time.time() when the body arrived (None: older records)
     content: bytes | None = dataclasses.field(default=None, repr=False)  # in memory only
 
 
@@ -160,6 +162,7 @@ class ScriptedHandler:
         received = functools.partial(
             Received,
             mail_options=tuple(envelope.mail_options),
+            received_at=time.time(),
             content=bytes(envelope.original_content or envelope.content),
         )
         if behaviour == "hangup":
