@@ -16,6 +16,13 @@
     });
   }
 
+  // A page answered to a form (a 409, a refused login) stands for a GET page:
+  // show that address, so a reload reads it instead of sending the form again.
+  const getUrl = document.querySelector('meta[name="console-get-url"]');
+  if (getUrl && window.history.replaceState) {
+    window.history.replaceState(null, "", getUrl.getAttribute("content"));
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     const button = document.getElementById("live-toggle");
     if (button) {

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from console.models import OperatorUser, utcnow
-from console.store.actions import ActionRefused, StaleAction
+from console.store.actions import ActionRefused, StaleAction, required_reason
 from console.store.audit import audit_values, write_audit
 from console.vocabulary import ROLES
 
@@ -154,10 +154,16 @@ def set_user_active(
     active: bool,
     *,
     actor: str,
+    reason: str | None = None,
     now: dt.datetime | None = None,
 ) -> OperatorUser:
-    """Deactivate (or reactivate) an account; never the actor's own, never the last admin."""
+    """Deactivate (or reactivate) an account; never the actor's own, never the last admin.
+
+    A deactivation needs a reason (ActionRefused when it is empty or only spaces),
+    kept on its audit entry.
+    """
     now = now or utcnow()
+    reason = None if active else required_reason(reason)
     user = session.get(OperatorUser, user_id)
     if user is None:
         raise ActionRefused(f"user {user_id} does not exist")
@@ -178,7 +184,8 @@ def set_user_active(
         raise StaleAction(f"{user.username} changed meanwhile: nothing was done")
     end_sessions(session, user)
     action = "user_activate" if active else "user_deactivate"
-    write_audit(session, [audit_values(actor=actor, action=action, now=now, target=user.username)])
+    entry = audit_values(actor=actor, action=action, now=now, target=user.username, reason=reason)
+    write_audit(session, [entry])
     return user
 
 

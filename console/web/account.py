@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Flask, flash, redirect, render_template, request, session, url_for
+from flask import Blueprint, Flask, render_template, request, session
 from flask_login import current_user, login_required
 
 from console.store import accounts
 from console.store.accounts import UserError
-from console.web import sessions
+from console.web import forms, sessions
 from console.web.extensions import db
 
 bp = Blueprint("account", __name__, url_prefix="/account")
@@ -25,7 +25,7 @@ def change_password():
     """Set a new password; every other session of the account ends, this one goes on."""
     new = request.form.get("new_password", "")
     if new != request.form.get("new_password_again", ""):
-        return render_template("users/account.html", error="The new passwords differ."), 422
+        return forms.refused("Not changed: the new passwords differ.", "account.index")
     try:
         generation = accounts.change_password(
             db.session, current_user, request.form.get("current_password", ""), new
@@ -33,10 +33,9 @@ def change_password():
         db.session.commit()
     except UserError as exc:
         db.session.rollback()
-        return render_template("users/account.html", error=f"Not changed: {exc}."), 422
+        return forms.refused(f"Not changed: {exc}.", "account.index")
     sessions.keep_after_change(session, generation)
-    flash("Your password is changed; your other sessions have ended.", "success")
-    return redirect(url_for("account.index"), code=303)
+    return forms.done("Your password is changed; your other sessions have ended.", "account.index")
 
 
 @bp.post("/sessions/end")
@@ -46,8 +45,7 @@ def end_other_sessions():
     generation = accounts.end_sessions(db.session, current_user)
     db.session.commit()
     sessions.keep_after_change(session, generation)
-    flash("Your other sessions have ended.", "success")
-    return redirect(url_for("account.index"), code=303)
+    return forms.done("Your other sessions have ended.", "account.index")
 
 
 def init_app(app: Flask) -> None:

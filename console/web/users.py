@@ -1,17 +1,17 @@
-"""Account management for admins: create accounts, set roles and passwords, deactivate them."""
+"""Account management for admins: create accounts, set roles and passwords, deactivate them.
+
+Every form here answers with a 303 to the users page (console.web.forms), done or refused.
+"""
 
 from __future__ import annotations
 
-import functools
-
-from flask import Blueprint, Flask, flash, redirect, render_template, request, url_for
+from flask import Blueprint, Flask, render_template, request
 from flask_login import current_user
-from sqlalchemy import func, select, update
 
-from console.models import AuditEntry
 from console.store import accounts, actions
 from console.store.accounts import UserError
 from console.vocabulary import ROLES
+from console.web import forms
 from console.web.auth import role_required
 from console.web.extensions import db
 
@@ -20,7 +20,9 @@ bp = Blueprint("users", __name__, url_prefix="/users")
 
 def _render_list(status_code: int = 200, **extra):
     users = accounts.list_users(db.session)
-    return render_template("users/index.html", users=users, roles=ROLES, **extra), status_code
+    kept = dict(username=request.args.get("username", "")[:64], role=request.args.get("role", ""))
+    context = dict(users=users, roles=ROLES, **kept)
+    return render_template("users/index.html", **{**context, **extra}), status_code
 
 
 @bp.get("")
@@ -45,71 +47,45 @@ def create():
         db.session.commit()
     except UserError as exc:
         db.session.rollback()
-        return _render_list(422, error=str(exc), username=username, role=role)
-    flash(f"Created {user.role} {user.username}.", "success")
-    return redirect(url_for("users.index"), code=303)
+        kept = dict(username=username[:64], role=role if role in ROLES else None)
+        return forms.refused(f"Not created: {exc}.", "users.index", **kept)
+    return forms.done(f"Created {user.role} {user.username}.", "users.index")
 
 
-def _apply(change, done: str):
-    """Run `change()` (a store call), commit, and say `done` (formatted with the user)."""
+def _apply(change, done: str, not_done: str):
+    """Run `change()` (a store call) and commit; say `done` or why it was `not_done`."""
     try:
         user = change()
         db.session.commit()
     except (actions.ActionRefused, UserError) as exc:
         db.session.rollback()
-        status_code = 409 if isinstance(exc, actions.StaleAction) else 422
-        return _render_list(status_code, error=str(exc))
-    flash(done.format(user=user), "success")
-    return redirect(url_for("users.index"), code=303)
-
-
-REASON_LONGEST = 2000
-
-
-def _deactivate_with_reason(user_id: int, actor: str, reason: str):
-    """Deactivate the account and put `reason` on the audit entry that just wrote."""
-    if len(reason) > REASON_LONGEST:
-        raise UserError(f"the reason is longer than {REASON_LONGEST} characters")
-    user = accounts.set_user_active(db.session, user_id, False, actor=actor)
-    if reason:
-        entry = (
-            select(func.max(AuditEntry.id))
-            .where(AuditEntry.action == "user_deactivate")
-            .where(AuditEntry.actor == actor, AuditEntry.target == user.username)
-            .scalar_subquery()
+        return forms.stale_or_refused(
+            exc, not_done, lambda error: _render_list(409, error=error), "users.index"
         )
-        db.session.execute(
-            update(AuditEntry)
-            .where(AuditEntry.id == entry)
-            .values(reason=reason)
-            .execution_options(synchronize_session=False)
-        )
-    return user
-
-
-def _set_active(user_id: int, active: bool):
-    actor = current_user.username
-    if active:
-        change = functools.partial(accounts.set_user_active, db.session, user_id, True, actor=actor)
-    else:
-        reason = request.form.get("reason", "").strip()
-        change = functools.partial(_deactivate_with_reason, user_id, actor, reason)
-    return _apply(
-        change,
-        "{user.username} is " + ("active." if active else "deactivated; their sessions ended."),
-    )
+    return forms.done(done.format(user=user), "users.index")
 
 
 @bp.post("/<int:user_id>/deactivate")
 @role_required("admin")
 def deactivate(user_id: int):
-    return _set_active(user_id, False)
+    """Deactivate an account; the reason is required and kept on its audit entry."""
+    actor, reason = current_user.username, request.form.get("reason", "")
+    return _apply(
+        lambda: accounts.set_user_active(db.session, user_id, False, actor=actor, reason=reason),
+        "{user.username} is deactivated; their sessions ended.",
+        "Not deactivated",
+    )
 
 
 @bp.post("/<int:user_id>/activate")
 @role_required("admin")
 def activate(user_id: int):
-    return _set_active(user_id, True)
+    actor = current_user.username
+    return _apply(
+        lambda: accounts.set_user_active(db.session, user_id, True, actor=actor),
+        "{user.username} is active.",
+        "Not reactivated",
+    )
 
 
 @bp.post("/<int:user_id>/role")
@@ -119,6 +95,7 @@ def set_role(user_id: int):
     return _apply(
         lambda: accounts.set_user_role(db.session, user_id, role, actor=actor),
         "{user.username} is now {user.role}; their sessions ended.",
+        "Role not changed",
     )
 
 
@@ -129,6 +106,7 @@ def set_password(user_id: int):
     return _apply(
         lambda: accounts.set_password(db.session, user_id, password, actor=actor),
         "{user.username} has a new password; their sessions ended.",
+        "Password not changed",
     )
 
 
