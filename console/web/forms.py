@@ -28,6 +28,11 @@ def refused(message: str, endpoint: str, **values):
     return redirect(url_for(endpoint, **values), code=303)
 
 
+def redirect_to(endpoint: str, **values):
+    """A 303 to the GET page of `endpoint`, with nothing to say."""
+    return redirect(url_for(endpoint, **values), code=303)
+
+
 def stands_for(endpoint: str, **values) -> None:
     """Name the GET page a page answered to a POST stands for (a 409 or a refused login)."""
     g.get_url = url_for(endpoint, **values)

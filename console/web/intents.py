@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-from flask import (
-    Blueprint,
-    Flask,
-    abort,
-    flash,
-    redirect,
-    render_template,
-    request,
-    url_for,
-)
+from flask import Blueprint, Flask, abort, flash, render_template, request
 from flask_login import current_user
 
 from console.mail.catalog import default_catalog
@@ -31,7 +22,7 @@ from console.store import (
     last_attempts as attempt_lookup,
 )
 from console.vocabulary import LANES, OPERATOR, REQUEUEABLE_STATUSES, STATUSES, VIEWER
-from console.web import next_step
+from console.web import forms, next_step, security
 from console.web.auth import has_role, role_required
 from console.web.extensions import current_settings, db
 from console.worker import wakeup
@@ -40,6 +31,9 @@ bp = Blueprint("intents", __name__, url_prefix="/intents")
 # a bulk preview's confirmation token (console.web.intents_bulk)
 BULK_TOKEN_PURPOSE = "console.bulk-preview"
 BULK_TOKEN_MAX_AGE_SECONDS = 3600.0
+# the link to an intent's page that shows the preview its POST audited
+PREVIEW_TOKEN_PURPOSE = "console.message-preview"
+PREVIEW_TOKEN_MAX_AGE_SECONDS = 600.0
 
 
 @bp.get("")
@@ -126,14 +120,50 @@ def _next_step(intent) -> next_step.NextStep:
 @bp.get("/<int:intent_id>")
 @role_required(VIEWER)
 def detail(intent_id: int):
+    """The intent's page; with ``?preview=`` (from a preview's POST) its message too."""
+    if _preview_allowed(intent_id, request.args.get("preview", "")):
+        return _render_detail(intent_id, preview=_preview_of(_detail_or_404(intent_id).intent))
     return _render_detail(intent_id)
+
+
+def _preview_allowed(intent_id: int, token: str) -> bool:
+    """Whether `token` is this operator's fresh, audited preview of this intent."""
+    if not token or not has_role(OPERATOR):
+        return False
+    try:
+        signed = security.read_signed_token(
+            token, PREVIEW_TOKEN_PURPOSE, max_age_seconds=PREVIEW_TOKEN_MAX_AGE_SECONDS
+        )
+    except security.TokenRefused:
+        return False
+    return signed == {"intent": intent_id, "user": current_user.username}
 
 
 @bp.post("/<int:intent_id>/preview")
 @role_required(OPERATOR)
 def preview(intent_id: int):
-    """Render the message as the worker would build it; the look is audited."""
+    """Render the message as the worker would build it; the look is audited.
+
+    htmx swaps the rendered message into the page in place (no page of its own to
+    reload); a plain form is answered with a 303 to the intent's page carrying a
+    short-lived signed link that shows what this POST audited.
+    """
     intent = _detail_or_404(intent_id).intent
+    preview = _preview_of(intent)
+    intent_actions.record_preview(db.session, intent_id, actor=current_user.username)
+    db.session.commit()
+    if request.htmx:
+        return render_template("intents/_preview.html", preview=preview)
+    token = security.signed_token(
+        {"intent": intent_id, "user": current_user.username}, PREVIEW_TOKEN_PURPOSE
+    )
+    return forms.redirect_to(
+        "intents.detail", intent_id=intent_id, preview=token, _anchor="preview"
+    )
+
+
+def _preview_of(intent) -> dict:
+    """The message's headers and bodies, or why it cannot be shown."""
     if intent.params_scrubbed_at is not None:
         preview = {"error": "The parameters were scrubbed after the retention period."}
     else:
@@ -142,11 +172,7 @@ def preview(intent_id: int):
             preview = _message_parts(message)
         except TemplateError as exc:
             preview = {"error": f"The message cannot be rendered: {exc}"}
-    intent_actions.record_preview(db.session, intent_id, actor=current_user.username)
-    db.session.commit()
-    if request.htmx:
-        return render_template("intents/_preview.html", preview=preview)
-    return _render_detail(intent_id, preview=preview)
+    return preview
 
 
 def _message_parts(message) -> dict[str, str | None]:
@@ -167,13 +193,20 @@ def _finish_action(intent_id: int, result: actions.ActionResult, message: str):
     flash(message, "success")
     if result.warning:
         flash(result.warning, "warning")
-    return redirect(url_for("intents.detail", intent_id=intent_id), code=303)
+    return forms.redirect_to("intents.detail", intent_id=intent_id)
 
 
 def _refused(intent_id: int, exc: actions.ActionRefused):
+    """A stale action: the page as it is now, with 409; any other refusal: a 303 to it."""
     db.session.rollback()
-    status_code = 409 if isinstance(exc, actions.StaleAction) else 422
-    return _render_detail(intent_id, status_code, error=str(exc))
+    _detail_or_404(intent_id)  # no page to go back to: 404
+    return forms.stale_or_refused(
+        exc,
+        "Nothing was done",
+        lambda error: _render_detail(intent_id, 409, error=error),
+        "intents.detail",
+        intent_id=intent_id,
+    )
 
 
 def _action_arguments() -> dict[str, str | None]:

@@ -34,6 +34,14 @@ def post(client, path: str, **form):
     return client.post(path, data={**form, "csrf_token": client.csrf_token})
 
 
+def refused_page(client, response) -> str:
+    """A refused form answers a 303 to a GET page (post/redirect/get); that page's text."""
+    assert response.status_code == 303, response.status_code
+    page = client.get(response.location)
+    assert page.status_code == 200
+    return page.text
+
+
 @pytest.fixture
 def woken():
     """Count the wake-ups sent to in-process workers."""
@@ -85,13 +93,11 @@ def test_requeue_is_refused_from_other_statuses_and_while_a_lease_is_live(
         "sending", lease_token="t", lease_expires_at=utcnow() + dt.timedelta(minutes=5)
     )
     response = post(client, f"/intents/{live}/requeue", reason="stuck?")
-    assert response.status_code == 422
-    assert "live lease" in response.text
+    assert "live lease" in refused_page(client, response)
     for status in ("pending", "submitted", "suppressed"):
         intent_id = add_intent(status)
         response = post(client, f"/intents/{intent_id}/requeue", reason="why not")
-        assert response.status_code == 422, status
-        assert f"it is {status}" in response.text
+        assert f"it is {status}" in refused_page(client, response), status
         assert intent_row(app, intent_id).status == status
     assert audit_entries(app) == []
 
@@ -100,8 +106,7 @@ def test_requeue_is_refused_once_retention_removed_the_params(app, console_clien
     client = console_client("operator")
     intent_id = add_intent("failed", params=None, params_scrubbed_at=utcnow())
     response = post(client, f"/intents/{intent_id}/requeue", reason="try again")
-    assert response.status_code == 422
-    assert "removed by retention" in response.text
+    assert "removed by retention" in refused_page(client, response)
     assert intent_row(app, intent_id).status == "failed"
     assert audit_entries(app) == []
 
@@ -124,8 +129,8 @@ def test_requeue_is_refused_once_the_applications_expiry_has_passed(
     expires_at = utcnow() - dt.timedelta(minutes=5)
     intent_id = add_intent(status, expires_at=expires_at)
     response = post(client, f"/intents/{intent_id}/requeue", reason="try again")
-    assert response.status_code == 422
-    assert f"it expired at {expires_at:%Y-%m-%d %H:%M:%S} UTC" in response.text
+    page = refused_page(client, response)
+    assert f"it expired at {expires_at:%Y-%m-%d %H:%M:%S} UTC" in page
     intent = intent_row(app, intent_id)
     assert (intent.status, intent.expires_at) == (status, expires_at)
     assert audit_entries(app) == []
@@ -135,8 +140,7 @@ def test_an_action_without_a_reason_changes_nothing(app, console_client, add_int
     client = console_client("operator")
     intent_id = add_intent("failed")
     response = post(client, f"/intents/{intent_id}/requeue", reason="   ")
-    assert response.status_code == 422
-    assert "a reason is required" in response.text
+    assert "a reason is required" in refused_page(client, response)
     assert intent_row(app, intent_id).status == "failed"
     assert audit_entries(app) == []
 
@@ -205,7 +209,8 @@ def test_dead_letter_stops_a_pending_intent_only(app, console_client, add_intent
         "dead",
     )
     submitted = add_intent("submitted")
-    assert post(client, f"/intents/{submitted}/dead-letter", reason="x").status_code == 422
+    response = post(client, f"/intents/{submitted}/dead-letter", reason="x")
+    assert "Nothing was done" in refused_page(client, response)
     assert intent_row(app, submitted).status == "submitted"
 
 
@@ -256,10 +261,11 @@ def test_reconcile_dead_letter_and_refusals(app, console_client, add_intent):
     assert post(client, f"/intents/{intent_id}/reconcile", **form).status_code == 303
     assert intent_row(app, intent_id).status == "dead"
     pending = add_intent("pending")
-    assert post(client, f"/intents/{pending}/reconcile", **form).status_code == 422
+    refused_page(client, post(client, f"/intents/{pending}/reconcile", **form))
+    assert intent_row(app, pending).status == "pending"
     ambiguous = add_intent("ambiguous")
     response = post(client, f"/intents/{ambiguous}/reconcile", resolution="maybe", reason="x")
-    assert response.status_code == 422 and "unknown resolution" in response.text
+    assert "unknown resolution" in refused_page(client, response)
     assert intent_row(app, ambiguous).status == "ambiguous"
     assert post(client, "/intents/999999/requeue", reason="x").status_code == 404
 
@@ -292,18 +298,31 @@ def test_preview_renders_the_message_and_is_audited(app, console_client, add_int
     client = console_client("operator", "olga")
     intent_id = add_intent("pending")
     response = post(client, f"/intents/{intent_id}/preview")
-    assert response.status_code == 200
-    assert "000001" in response.text  # the login code from the params
-    assert html.escape(intent_row(app, intent_id).message_id) in response.text
-    [entry] = audit_entries(app, intent_id=intent_id)
-    assert (entry.actor, entry.action) == ("olga", "preview")
+    assert response.status_code == 303 and "preview=" in response.location
+    page = client.get(response.location).text
+    assert "000001" in page  # the login code from the params
+    assert html.escape(intent_row(app, intent_id).message_id) in page
+    fragment = client.post(
+        f"/intents/{intent_id}/preview",
+        data={"csrf_token": client.csrf_token},
+        headers={"HX-Request": "true"},
+    )
+    assert fragment.status_code == 200 and "000001" in fragment.text
+    assert "<nav" not in fragment.text, "htmx swaps the message in place"
+    forged = client.get(f"/intents/{intent_id}?preview=x{response.location.split('=')[-1]}")
+    assert "Message preview" not in forged.text
+    viewer = console_client("viewer", "vic")
+    assert "Message preview" not in viewer.get(response.location).text
+    entries = audit_entries(app, intent_id=intent_id)
+    assert [(entry.actor, entry.action) for entry in entries] == [("olga", "preview")] * 2
+    assert len(audit_entries(app, action="preview")) == 2, "reading the link again audits nothing"
     with app.app_context():
         db.session.query(Intent).filter_by(id=intent_id).update(
             {"params": None, "params_scrubbed_at": utcnow()}
         )
         db.session.commit()
     scrubbed = post(client, f"/intents/{intent_id}/preview")
-    assert "scrubbed" in scrubbed.text
+    assert "scrubbed" in client.get(scrubbed.location).text
 
 
 def test_suppression_add_remove_and_release_what_it_held_back(
