@@ -1,33 +1,53 @@
-"""The suppression list: browse and search it; operators add and remove addresses."""
+"""The suppression list: browse and search it; operators add and remove addresses.
+
+Every form answers with a 303 to a GET page (console.web.forms); a stale one
+(already suppressed, already removed) with the list as it is now and 409.
+"""
 
 from __future__ import annotations
 
-from flask import Blueprint, Flask, flash, redirect, render_template, request, url_for
+from flask import Blueprint, Flask, render_template, request
 from flask_login import current_user
 
 from console.store import actions
 from console.store import suppressions as suppression_store
+from console.store.suppression_lookup import is_suppressed
 from console.vocabulary import OPERATOR, VIEWER
+from console.web import forms
 from console.web.auth import role_required
+from console.web.display import plural
 from console.web.extensions import db
 from console.worker import wakeup
 
 bp = Blueprint("suppressions", __name__, url_prefix="/suppressions")
+ADDRESS_LONGEST = 320
 
 
 def _render_list(status_code: int = 200, **extra):
-    q = request.values.get("q", "").strip()[:320]
+    q = request.args.get("q", "").strip()[:ADDRESS_LONGEST]
     raw_before = request.args.get("before", "")
     before = int(raw_before) if raw_before.isdigit() else None
     page = suppression_store.suppression_page(db.session, q=q, before=before)
     template = "suppressions/_rows.html" if request.htmx else "suppressions/index.html"
-    return render_template(template, page=page, q=q, **extra), status_code
+    context = dict(page=page, q=q, address=request.args.get("address", "")[:ADDRESS_LONGEST])
+    return render_template(template, **{**context, **extra}), status_code
 
 
 @bp.get("")
 @role_required(VIEWER)
 def index():
     return _render_list()
+
+
+def _refused(exc: actions.ActionRefused, not_done: str, **values):
+    db.session.rollback()
+    return forms.stale_or_refused(
+        exc,
+        not_done,
+        lambda error: _render_list(409, error=error),
+        "suppressions.index",
+        **values,
+    )
 
 
 @bp.post("")
@@ -39,18 +59,16 @@ def add():
             db.session, address, actor=current_user.username, reason=request.form.get("reason")
         )
     except actions.ActionRefused as exc:
-        db.session.rollback()
-        status_code = 409 if isinstance(exc, actions.StaleAction) else 422
-        return _render_list(status_code, error=str(exc), address=address)
+        return _refused(exc, "Not suppressed", address=address.strip()[:ADDRESS_LONGEST])
     db.session.commit()
-    flash(f"{suppression_store.normalized_address(address)} is suppressed.", "success")
-    return redirect(url_for("suppressions.index"), code=303)
+    normalized = suppression_store.normalized_address(address)
+    return forms.done(f"{normalized} is suppressed.", "suppressions.index")
 
 
 @bp.post("/<int:suppression_id>/remove")
 @role_required(OPERATOR)
 def remove(suppression_id: int):
-    """Remove a suppression, then offer to requeue the mail it held back."""
+    """Remove a suppression, then offer (on a GET page) to requeue the mail it held back."""
     try:
         recipient = suppression_store.remove_suppression(
             db.session,
@@ -59,13 +77,22 @@ def remove(suppression_id: int):
             reason=request.form.get("reason"),
         )
     except actions.ActionRefused as exc:
-        db.session.rollback()
-        status_code = 409 if isinstance(exc, actions.StaleAction) else 422
-        return _render_list(status_code, error=str(exc))
+        return _refused(exc, "Not removed")
     db.session.commit()
-    held_back = suppression_store.held_back_count(db.session, recipient)
-    flash(f"{recipient} is no longer suppressed.", "success")
-    return render_template("suppressions/removed.html", recipient=recipient, held_back=held_back)
+    message = f"{recipient} is no longer suppressed."
+    return forms.done(message, "suppressions.removed", recipient=recipient)
+
+
+@bp.get("/removed")
+@role_required(OPERATOR)
+def removed():
+    """What a removed suppression held back, with the form that requeues it."""
+    recipient = request.args.get("recipient", "").strip()[:ADDRESS_LONGEST]
+    still = bool(recipient) and is_suppressed(db.session, recipient)
+    held_back = 0 if still else suppression_store.held_back_count(db.session, recipient)
+    return render_template(
+        "suppressions/removed.html", recipient=recipient, held_back=held_back, still=still
+    )
 
 
 @bp.post("/release")
@@ -78,13 +105,12 @@ def release():
             db.session, recipient, actor=current_user.username, reason=request.form.get("reason")
         )
     except actions.ActionRefused as exc:
-        db.session.rollback()
-        return _render_list(422, error=str(exc))
+        return _refused(exc, "Nothing was requeued")
     db.session.commit()
     if released:
         wakeup.notify()
-    flash(f"Requeued {released} intents for {recipient}.", "success")
-    return redirect(url_for("intents.search", q=recipient), code=303)
+    message = f"Requeued {plural(released, 'intent')} for {recipient}."
+    return forms.done(message, "intents.search", q=recipient)
 
 
 def init_app(app: Flask) -> None:

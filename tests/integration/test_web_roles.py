@@ -42,6 +42,13 @@ ROUTES = [
     ),
     ("suppressions.index", "GET", "/suppressions", None, "viewer"),
     (
+        "suppressions.removed",
+        "GET",
+        "/suppressions/removed?recipient=a@example.com",
+        None,
+        "operator",
+    ),
+    (
         "suppressions.add",
         "POST",
         "/suppressions",
