@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import datetime as dt
 
-from flask import Blueprint, Flask, flash, g, redirect, render_template, request, url_for
+from flask import Blueprint, Flask, g, render_template, request
 from flask_login import current_user
 
 from console.mail.catalog import catalog_for
 from console.models import utcnow
 from console.ops.hold_commands import known_selector, max_ages
 from console.store import holds
-from console.store.actions import ActionRefused, StaleAction
+from console.store.actions import ActionRefused
 from console.store.state_tables import HOLD_KINDS
 from console.vocabulary import LANES, OPERATOR, VIEWER
+from console.web import forms
 from console.web.auth import has_role, role_required
+from console.web.display import plural
 from console.web.extensions import current_settings, db
 from console.worker import wakeup
 
@@ -88,11 +90,19 @@ def place():
             now=utcnow(), until=_until(form.get("until", "")[:64]),
         )  # fmt: skip
     except ActionRefused as exc:
-        db.session.rollback()
-        return _render(409 if isinstance(exc, StaleAction) else 422, error=str(exc))
+        kept = dict(kind=form.get("kind", "")[:16], value=form.get("value", "").strip()[:255])
+        return _refused(exc, "Not held", **kept)
     db.session.commit()
-    flash(f"{selector.describe()} is held: nothing of it is sent until it is released.", "success")
-    return redirect(url_for("holds.index"), code=303)
+    message = f"{selector.describe()} is held: nothing of it is sent until it is released."
+    return forms.done(message, "holds.index")
+
+
+def _refused(exc: ActionRefused, not_done: str, **values):
+    """A stale hold or release: this page now, 409; any other refusal: a 303 to it."""
+    db.session.rollback()
+    return forms.stale_or_refused(
+        exc, not_done, lambda error: _render(409, error=error), "holds.index", **values
+    )
 
 
 @bp.post("/<int:hold_id>/release")
@@ -105,15 +115,14 @@ def release(hold_id: int):
             reason=request.form.get("reason"), now=utcnow(), max_ages=max_ages(catalog),
         )  # fmt: skip
     except ActionRefused as exc:
-        db.session.rollback()
-        return _render(409 if isinstance(exc, StaleAction) else 422, error=str(exc))
+        return _refused(exc, "Not released")
     db.session.commit()
     if released.waiting:
         wakeup.notify()
     expired = f"; {released.expired} expired while held" if released.expired else ""
-    message = f"{released.selector.describe()} is released: {released.waiting} intents due now"
-    flash(message + expired + ".", "success")
-    return redirect(url_for("holds.index"), code=303)
+    waiting = plural(released.waiting, "intent")
+    message = f"{released.selector.describe()} is released: {waiting} due now"
+    return forms.done(message + expired + ".", "holds.index")
 
 
 def init_app(app: Flask) -> None:

@@ -71,8 +71,13 @@ def test_a_viewer_sees_holds_but_cannot_hold_or_release(app, console_client):
 def test_refusals_unknown_template_missing_reason_twice_and_without_csrf(app, console_client):
     operator = console_client("operator")
     unknown = place(operator, "template", "no-such")
-    assert unknown.status_code == 422 and "unknown template" in unknown.get_data(as_text=True)
-    assert place(operator, "lane", "bulk", reason="").status_code == 422
+    assert unknown.status_code == 303, "post/redirect/get"
+    assert unknown.location.endswith("/holds?kind=template&value=no-such")
+    page = operator.get(unknown.location).get_data(as_text=True)
+    assert "Not held: unknown template" in page and 'value="no-such"' in page
+    no_reason = place(operator, "lane", "bulk", reason="")
+    assert no_reason.status_code == 303
+    assert "a reason is required" in operator.get(no_reason.location).get_data(as_text=True)
     assert place(operator, "domain", "example.com").status_code == 303
     twice = place(operator, "domain", "EXAMPLE.com")
     assert twice.status_code == 409 and "already held" in twice.get_data(as_text=True)
