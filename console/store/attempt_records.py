@@ -41,6 +41,22 @@ def mark_data_sent(connection: Connection, attempt_id: int) -> bool:
     return marked
 
 
+def mark_data_sent_unless_suppressed(
+    connection: Connection, attempt_id: int, recipient_forms: list[str]
+) -> bool:
+    """Commit that the body is about to leave, in one statement that also checks the
+    suppression list (`recipient_forms`: the address, maybe its keyed hash).
+
+    False when the recipient was suppressed or the lease swept meanwhile; nothing
+    was marked then (``suppression_lookup.is_suppressed_now`` tells which).
+    """
+    address, address_hash = recipient_forms[0], recipient_forms[-1]
+    values = {"b_id": attempt_id, "b_address": address, "b_address_hash": address_hash}
+    marked = connection.execute(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, values).rowcount == 1
+    connection.commit()
+    return marked
+
+
 def record_outcome(
     connection: Connection,
     claim: Claim,

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import String, bindparam, delete, exists, func, insert, select, update
 
-from console.models import Attempt, Intent
+from console.models import Attempt, Intent, Suppression
 from console.store.columns import UTCDateTime
 from console.vocabulary import DATA_SENT, PENDING, SENDING
 
@@ -78,6 +78,14 @@ MARK_DATA_SENT = (
     update(ATTEMPT)
     .where(ATTEMPT.c.id == bindparam("b_id"), ATTEMPT.c.finished_at.is_(None))
     .values(stage=DATA_SENT)
+)
+# The same mark, only while the recipient (either form: the address, its keyed hash)
+# is not on the suppression list: the last check before the body is the mark itself.
+SUPPRESSION = Suppression.__table__
+MARK_DATA_SENT_UNLESS_SUPPRESSED = MARK_DATA_SENT.where(
+    ~exists().where(
+        SUPPRESSION.c.recipient.in_([bindparam("b_address"), bindparam("b_address_hash")])
+    )
 )
 # Compare-and-set: only the holder of the current lease token moves a `sending` intent.
 HELD_BY_THIS_LEASE = (

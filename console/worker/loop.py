@@ -48,10 +48,15 @@ from console.worker.settings import WorkerSettings
 from console.worker.tick import FinishedAttempt, TickReport
 
 log = logging.getLogger(__name__)
+SUPPRESSED_BEFORE_BODY = "recipient suppressed before its body was sent (envelope reset)"
 
 
 class LeaseLost(RuntimeError):
     """The lease-expiry sweep took this attempt back before its body was handed over."""
+
+
+class SuppressedBeforeBody(RuntimeError):
+    """The recipient was put on the suppression list after the claim, before the body."""
 
 
 class Worker:
@@ -256,12 +261,13 @@ class Worker:
         self, claim: claims.Claim, records: list[asyncio.Future], report: TickReport
     ) -> None:
         """Send one claimed intent; its T2 is queued and runs while the next one is sent."""
-        if suppression_lookup.is_suppressed_now(self._mark_connection(), claim.intent.recipient):
+        result = await self._send(claim)
+        if result.error_type == SuppressedBeforeBody.__name__:  # refused by the mark itself
             now = self.clock()
-            result = SendResult(stage=CLAIMED, error="recipient suppressed before its turn")
+            # the envelope was reset, no byte of the body left: the message was never sent
+            result = SendResult(stage=CLAIMED, error=SUPPRESSED_BEFORE_BODY, duration_ms=0)
             classification, decision = self.decisions.suppressed_at_send(claim.intent, now)
         else:
-            result = await self._send(claim)
             classification = classify(result, self.settings.overrides)
             duration_seconds = (result.duration_ms or 0) / 1000
             metrics.record_attempt(classification.outcome, claim.intent.lane, duration_seconds)
@@ -327,7 +333,11 @@ class Worker:
             self._crash_if("envelope")
         if stage != DATA_SENT:
             return
-        if not attempt_records.mark_data_sent(self._mark_connection(), email.attempt_id):
+        marks = self._mark_connection()
+        forms = suppression_lookup.recipient_forms(email.recipient)
+        if not attempt_records.mark_data_sent_unless_suppressed(marks, email.attempt_id, forms):
+            if suppression_lookup.is_suppressed_now(marks, email.recipient):
+                raise SuppressedBeforeBody(f"{email.recipient} was suppressed after the claim")
             raise LeaseLost(f"attempt {email.attempt_id} was swept before its body was sent")
         self._crash_if("data_sent")
 

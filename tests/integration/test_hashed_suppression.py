@@ -109,3 +109,24 @@ def test_suppressing_a_forgotten_address_again_says_it_is_already_suppressed(
             add_suppression(session, ADDRESS.upper(), actor="ops", reason="asked again")
         session.rollback()
         assert session.scalars(select(Suppression.recipient)).all() == [token]
+
+
+class SuppressingTheHashFirst(MemoryTransport):
+    """Has an erasure leave the recipient's hash on the list after the claim, before its send."""
+
+    def __init__(self, session_factory) -> None:
+        super().__init__()
+        self.session_factory = session_factory
+
+    async def send(self, email, on_stage):
+        suppress_hash_of(self.session_factory, email.recipient)
+        return await super().send(email, on_stage)
+
+
+def test_the_mark_before_the_body_compares_the_hash(session_factory, make_worker, address_key):
+    [intent_id] = enqueue_orders(session_factory, [ADDRESS])
+    transport = SuppressingTheHashFirst(session_factory)
+    make_worker(transport).run_once()
+    assert transport.sent == [], "the body never left"
+    with session_factory() as session:
+        assert session.get(Intent, intent_id).status == SUPPRESSED

@@ -1,0 +1,206 @@
+"""Profile: the worker's CPU per message, broken down by phase, over one drain.
+
+Each phase's functions are wrapped to add up the CPU time of the thread that runs
+them (``time.thread_time``): the claim (T1), the suppression check before a send,
+compose (render + header checks + serialize), the ``data_sent`` mark, the record
+(T2, on the writes thread), logging, metrics, and the decision (classify + retry
+policy). What the event loop's thread spends outside them is the transport (aiosmtplib,
+asyncio). Figures are CPU milliseconds per message of this process; the sink runs in
+another process and is not counted.
+
+    python -m tests.bench.profile_send                     # 5,000 messages, both databases
+    python -m tests.bench.profile_send -n 2000 --backends sqlite --connections 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import inspect
+import logging
+import resource
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.bench.bench_send import (  # noqa: E402
+    MAIL_FROM,
+    database_url,
+    enqueue_orders,
+)
+from tests.support import pgcluster  # noqa: E402
+from tests.support.smtp_server import SubprocessSMTPServer  # noqa: E402
+
+PHASES = (
+    ("claim (T1)", "console.worker.loop", "Worker._claim"),
+    ("housekeeping", "console.worker.loop", "Worker._housekeeping"),
+    ("suppression check", "console.worker.loop", "suppression_lookup.is_suppressed_now"),
+    ("compose", "console.worker.loop", "compose"),
+    ("serialize", "console.mail.serialize", "serialize_message"),
+    ("data_sent mark", "console.worker.loop", "Worker._on_stage"),
+    ("decision", "console.worker.loop", "classify"),
+    ("decision", "console.worker.decisions", "SendDecisions.after_attempt"),
+    ("record (T2)", "console.worker.outcome_writer", "OutcomeWriter.write"),
+    ("record: compare-and-set", "console.worker.outcome_writer", "attempt_records.record_outcome"),
+    ("record: breaker", "console.worker.outcome_writer", "SendGuard.after_outcome"),
+    ("logging", "console.worker.loop", "log_decision"),
+    ("metrics", "console.ops.metrics", "record_attempt"),
+)
+
+
+class PhaseClock:
+    """CPU seconds per phase, added up across threads; a nested phase counts apart from its
+    caller (the caller's figure is its own time only)."""
+
+    def __init__(self) -> None:
+        self.seconds: collections.Counter[str] = collections.Counter()
+        self._stack = threading.local()
+
+    def _enter(self) -> list:
+        stack = self._stack.__dict__.setdefault("frames", [])
+        frame = [time.thread_time(), 0.0]  # started, CPU of nested phases
+        stack.append(frame)
+        return frame
+
+    def _leave(self, phase: str, frame: list) -> None:
+        stack = self._stack.frames
+        stack.pop()
+        elapsed = time.thread_time() - frame[0]
+        self.seconds[phase] += elapsed - frame[1]
+        if stack:
+            stack[-1][1] += elapsed
+
+    def timed(self, phase: str, function):
+        clock = self
+        if inspect.iscoroutinefunction(function):  # only for coroutines that never suspend
+
+            @functools.wraps(function)
+            async def timed_coroutine(*args, **kwargs):
+                frame = clock._enter()
+                try:
+                    return await function(*args, **kwargs)
+                finally:
+                    clock._leave(phase, frame)
+
+            return timed_coroutine
+
+        @functools.wraps(function)
+        def timed_function(*args, **kwargs):
+            frame = clock._enter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                clock._leave(phase, frame)
+
+        return timed_function
+
+
+@contextmanager
+def instrumented(clock: PhaseClock):
+    """Wrap every phase's function for the duration of the block."""
+    import importlib
+
+    undo = []
+    for phase, module_name, dotted in PHASES:
+        owner = importlib.import_module(module_name)
+        *path, name = dotted.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        setattr(owner, name, clock.timed(phase, original))
+        undo.append((owner, name, original))
+    # compose calls serialize_message through its own module's name
+    import console.mail.serialize as serialize_module
+    import console.worker.compose as compose_module
+
+    compose_module.serialize_message = serialize_module.serialize_message
+    try:
+        yield
+    finally:
+        for owner, name, original in reversed(undo):
+            setattr(owner, name, original)
+        compose_module.serialize_message = serialize_module.serialize_message
+
+
+def process_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def profile_drain(url: str, smtp_url: str, count: int, connections: int) -> dict:
+    """Drain `count` order confirmations with phase clocks on; CPU ms per message."""
+    from console.core.backoff import Backoff
+    from console.core.lifecycle import RetryPolicy
+    from console.store.database import make_engine, make_session_factory
+    from console.transports.smtp import SmtpTransport
+    from console.worker.guard import GuardPolicy
+    from console.worker.loop import Worker
+    from console.worker.settings import WorkerSettings
+
+    engine = make_engine(url)
+    session_factory = make_session_factory(engine)
+    enqueue_orders(session_factory, count)
+    settings = WorkerSettings(
+        mail_from=MAIL_FROM,
+        retry=RetryPolicy(Backoff(30, 3600, 5), 8, 86400),
+        concurrency=connections,
+    )
+    transport = SmtpTransport(smtp_url, connections=connections, timeout_seconds=30)
+    worker = Worker(session_factory, transport, settings, guard_policy=GuardPolicy())
+    clock = PhaseClock()
+    with instrumented(clock):
+        cpu_started, main_started = process_cpu_seconds(), time.thread_time()
+        wall_started = time.perf_counter()
+        while worker.run_once().claimed:
+            pass
+        wall = time.perf_counter() - wall_started
+        main_cpu = time.thread_time() - main_started
+        process_cpu = process_cpu_seconds() - cpu_started
+    worker.close()
+    engine.dispose()
+    per_message = {phase: 1000 * s / count for phase, s in clock.seconds.items()}
+    on_writes_thread = sum(v for phase, v in per_message.items() if phase.startswith("record"))
+    on_main_thread = sum(per_message.values()) - on_writes_thread
+    per_message["transport + event loop (rest of the main thread)"] = (
+        1000 * main_cpu / count - on_main_thread
+    )
+    per_message["total, process"] = 1000 * process_cpu / count
+    per_message["msg/s"] = count / wall
+    return per_message
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", "--messages", type=int, default=5000)
+    parser.add_argument("--backends", nargs="+", default=["sqlite", "postgresql"])
+    parser.add_argument("--connections", type=int, default=1)
+    args = parser.parse_args(argv)
+    logging.disable(logging.WARNING)
+    workdir = Path(tempfile.mkdtemp(prefix="profile-send-"))
+    cluster = pgcluster.start_cluster() if "postgresql" in args.backends else None
+    sink = SubprocessSMTPServer.start()
+    figures = {}
+    try:
+        for number, backend in enumerate(args.backends, start=1):
+            url = database_url(backend, cluster, workdir, number)
+            figures[backend] = profile_drain(url, sink.url, args.messages, args.connections)
+    finally:
+        sink.stop()
+        if cluster is not None:
+            cluster.stop()
+    print(f"N={args.messages} connections={args.connections}; CPU ms per message")
+    phases = list(dict.fromkeys(name for f in figures.values() for name in f))
+    print(f"{'phase':<52}" + "".join(f"{b:>12}" for b in figures))
+    for phase in phases:
+        cells = "".join(f"{f.get(phase, 0.0):>12.3f}" for f in figures.values())
+        print(f"{phase:<52}{cells}")
+
+
+if __name__ == "__main__":
+    main()
