@@ -3,19 +3,25 @@
 The same action as ``console forget``: the preview counts what goes, the
 confirmation runs the erasure in one transaction and shows only the address's
 keyed hash afterwards.
+
+Both forms answer with a 303 to ``/erasure`` (post/redirect/get). What was typed
+travels in the signed session, not the address bar, so the address stays out of
+URLs and access logs; the erasure itself, or ``/erasure?new=1``, drops it.
 """
 
 from __future__ import annotations
 
-from flask import Blueprint, Flask, current_app, flash, redirect, render_template, request, url_for
+from flask import Blueprint, Flask, current_app, render_template, request, session
 from flask_login import current_user
 
 from console.store import actions, erasure
 from console.vocabulary import ADMIN
+from console.web import forms
 from console.web.auth import role_required
 from console.web.extensions import db
 
 bp = Blueprint("erasure", __name__, url_prefix="/erasure")
+_TYPED = "erasure_form"  # the session key of what the form last sent
 
 
 def _secret_key() -> str:
@@ -25,34 +31,44 @@ def _secret_key() -> str:
 def _form() -> dict[str, object]:
     return dict(
         address=request.form.get("address", "").strip()[:320],
-        reason=request.form.get("reason", "").strip(),
+        reason=request.form.get("reason", "").strip()[: actions.MAX_REASON_LENGTH],
         cancel=request.form.get("cancel") == "1",
     )
-
-
-def _render(status_code: int = 200, **extra):
-    return render_template("erasure/index.html", **extra), status_code
 
 
 @bp.get("")
 @role_required(ADMIN)
 def index():
-    return _render(form={})
+    """The form, or the preview of what the last previewed address's erasure removes."""
+    if request.args.get("new"):
+        session.pop(_TYPED, None)
+    form = session.get(_TYPED) or {}
+    plan, error = None, None
+    if form.get("previewed"):
+        try:
+            plan = erasure.preview(db.session, str(form["address"]), secret_key=_secret_key())
+        except actions.ActionRefused as exc:
+            error = f"No preview: {exc}."
+        finally:
+            db.session.rollback()
+    return render_template("erasure/index.html", form=form, plan=plan, error=error)
 
 
 @bp.post("/preview")
 @role_required(ADMIN)
 def preview():
-    """Show what an erasure of the address would remove; nothing changes yet."""
+    """Check the request, then show on ``/erasure`` what it would remove; nothing changes yet."""
     form = _form()
     try:
         actions.required_reason(str(form["reason"]))
-        plan = erasure.preview(db.session, str(form["address"]), secret_key=_secret_key())
+        erasure.preview(db.session, str(form["address"]), secret_key=_secret_key())
     except actions.ActionRefused as exc:
-        return _render(422, form=form, error=str(exc))
+        session[_TYPED] = {**form, "previewed": False}
+        return forms.refused(f"No preview: {exc}.", "erasure.index")
     finally:
         db.session.rollback()
-    return _render(form=form, plan=plan)
+    session[_TYPED] = {**form, "previewed": True}
+    return forms.redirect_to("erasure.index")
 
 
 @bp.post("")
@@ -71,10 +87,16 @@ def forget():
         db.session.commit()
     except actions.ActionRefused as exc:
         db.session.rollback()
-        status_code = 409 if isinstance(exc, actions.StaleAction) else 422
-        return _render(status_code, form=form, error=str(exc))
-    flash(erasure.summary(report), "success")
-    return redirect(url_for("erasure.index"), code=303)
+        return forms.stale_or_refused(
+            exc, "Not erased", lambda error: _stale(form, error), "erasure.index"
+        )
+    session.pop(_TYPED, None)
+    return forms.done(erasure.summary(report), "erasure.index")
+
+
+def _stale(form: dict[str, object], error: str):
+    session[_TYPED] = {**form, "previewed": False}
+    return render_template("erasure/index.html", form=form, error=error), 409
 
 
 def init_app(app: Flask) -> None:

@@ -44,17 +44,24 @@ def test_the_preview_shows_what_goes_and_the_confirmation_erases(app, console_cl
     admin = console_client("admin", "dpo")
 
     preview = post(admin, "/erasure/preview", address=ADDRESS.upper(), reason="ticket 12")
-    assert preview.status_code == 200
-    page = preview.text
+    assert (preview.status_code, preview.location) == (303, "/erasure"), "post/redirect/get"
+    page = admin.get("/erasure").text
     assert 'id="erasure-preview"' in page and TOKEN in page
-    assert f">{pending}</a> (pending)" in page and "Cancel the 1 unsent intents first" in page
+    assert f">{pending}</a> (pending)" in page and "Cancel the 1 unsent intent first" in page
+    assert ADDRESS not in preview.location.lower(), "the address stays out of the URL"
     with app.app_context():
         assert db.session.get(Intent, sent) is not None  # a preview changes nothing
 
     refused = post(admin, "/erasure", address=ADDRESS, reason="ticket 12")
-    assert refused.status_code == 422 and f"{pending} (pending)" in refused.text
+    assert (refused.status_code, refused.location) == (303, "/erasure")
+    page = admin.get("/erasure").text
+    assert "Not erased:" in page and f"{pending} (pending)" in page
     no_reason = post(admin, "/erasure/preview", address=ADDRESS, reason=" ")
-    assert no_reason.status_code == 422 and "a reason is required" in no_reason.text
+    assert (no_reason.status_code, no_reason.location) == (303, "/erasure")
+    page = admin.get("/erasure").text
+    assert "a reason is required" in page and 'id="erasure-preview"' not in page
+    assert 'id="erasure-form"' in page and f'value="{ADDRESS}"' in page
+    assert 'id="erasure-form"' in admin.get("/erasure?new=1").text
 
     done = post(admin, "/erasure", address=ADDRESS, reason="ticket 12", cancel="1")
     assert done.status_code == 303
