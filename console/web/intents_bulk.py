@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import datetime as dt
 
-from flask import abort, flash, redirect, render_template, request, url_for
+from flask import abort, flash, render_template, request
 from flask_login import current_user
 
 from console.models import utcnow
 from console.store import actions, bulk, bulk_targets, search_filters
 from console.vocabulary import OPERATOR
-from console.web import intents, security
+from console.web import forms, intents, security
 from console.web.auth import role_required
 from console.web.display import plural
 from console.web.extensions import db
@@ -58,6 +58,8 @@ def _render_bulk(
 ):
     """The preview page with a fresh one-use confirmation, or the confirmation that used it."""
     context = dict(action=action, filters=filters, confirmation=confirmation, error=error)
+    if request.method == "POST":  # a 409: the page stands for its GET address
+        forms.stands_for(_preview_endpoint, **_preview_args(action, filters, preview_id))
     if confirmation is None:
         preview = bulk.preview_bulk(db.session, filters, action)
         token = security.signed_token(
@@ -76,6 +78,21 @@ def _render_bulk(
         )
         context.update(preview=preview, token=token, targets=targets)
     return render_template("intents/bulk.html", **context), status_code
+
+
+_preview_endpoint = "intents.bulk_preview"
+
+
+def _preview_args(action: str, filters: search_filters.SearchFilters, preview_id: str | None):
+    args = dict(action=action, **filters.as_args())
+    return {**args, "preview": preview_id} if preview_id else args
+
+
+def _refused(action, filters, preview_id: str | None, exc: actions.ActionRefused):
+    """A refused confirmation (no reason, say): a 303 to its preview, saying why."""
+    db.session.rollback()
+    message = f"Nothing was done: {exc}."
+    return forms.refused(message, _preview_endpoint, **_preview_args(action, filters, preview_id))
 
 
 def _previewed_at(raw: str) -> dt.datetime:
@@ -113,8 +130,7 @@ def bulk_apply():
             previewed_at=_previewed_at(request.form.get("previewed_at", "")),
         )
     except actions.ActionRefused as exc:
-        db.session.rollback()
-        return _render_bulk(action, filters, error=str(exc), status_code=422)
+        return _refused(action, filters, None, exc)
     return _finish_bulk(action, filters, acted)
 
 
@@ -139,7 +155,9 @@ def _confirm_preview(token: str):
         return _render_bulk(action, filters, error=message, status_code=409)
     used = bulk.confirmation_of(db.session, preview_id, action, since=previewed_at)
     if used is not None:
-        return _render_bulk(action, filters, confirmation=used, status_code=409)
+        return _render_bulk(
+            action, filters, preview_id=preview_id, confirmation=used, status_code=409
+        )
     try:
         acted = bulk.apply_bulk(
             db.session,
@@ -152,13 +170,14 @@ def _confirm_preview(token: str):
             preview_id=preview_id,
         )
     except actions.ActionRefused as exc:
-        db.session.rollback()
-        return _render_bulk(action, filters, preview_id=preview_id, error=str(exc), status_code=422)
+        return _refused(action, filters, preview_id, exc)
     if acted == 0:  # a twin of this confirmation may have acted a moment before
         used = bulk.confirmation_of(db.session, preview_id, action, since=previewed_at)
         if used is not None:
             db.session.rollback()
-            return _render_bulk(action, filters, confirmation=used, status_code=409)
+            return _render_bulk(
+                action, filters, preview_id=preview_id, confirmation=used, status_code=409
+            )
     left = signed.get("counted", acted) - acted
     return _finish_bulk(action, filters, acted, changed_since_preview=max(left, 0))
 
@@ -172,8 +191,8 @@ def _finish_bulk(
     flash(_BULK_DONE[action].format(plural(acted, "intent")), "success")
     if changed_since_preview:
         flash(
-            f"{changed_since_preview} of the intents the preview counted changed since "
-            "and were left as they are.",
+            f"{plural(changed_since_preview, 'intent')} of those the preview counted changed "
+            "since and were left as they are.",
             "warning",
         )
-    return redirect(url_for("intents.search", **filters.as_args()), code=303)
+    return forms.redirect_to("intents.search", **filters.as_args())

@@ -407,7 +407,9 @@ def test_bulk_requeue_previews_then_acts_once_after_confirmation(app, console_cl
         reason="relay was down",
     )
     late = add_intent("failed", event="campaign:late")
-    assert post(client, "/intents/bulk", **{**form, "reason": ""}).status_code == 422
+    no_reason = post(client, "/intents/bulk", **{**form, "reason": ""})
+    assert no_reason.location.startswith("/intents/bulk?action=requeue")
+    assert "Nothing was done: a reason is required." in refused_page(client, no_reason)
     assert post(client, "/intents/bulk", **form).status_code == 303
     assert [intent_row(app, i).status for i in world["failed"]] == ["pending"] * 4
     assert intent_row(app, world["suppressed_recipient"][0]).status == "dead"
