@@ -25,7 +25,7 @@ from werkzeug.security import generate_password_hash
 from console.models import OperatorUser, utcnow
 from console.store import accounts
 from console.store.accounts import verify_password
-from console.web import sessions
+from console.web import forms, sessions
 from console.web.extensions import current_settings, db, login_manager
 from console.web.throttle import login_throttle, wait_message
 
@@ -120,6 +120,9 @@ def login():
     username = request.form.get("username", "").strip()
     password = request.form.get("password", "")
     next_path = request.form.get("next", "")
+    # A refused login keeps its 401 or 429 (with Retry-After); the page stands for
+    # GET /login, so a reload asks for the password again instead of resending it.
+    forms.stands_for("auth.login", next=next_path or None)
     throttle = login_throttle()
     address = request.remote_addr or "unknown"  # the client's, behind CONSOLE_TRUSTED_PROXIES
     wait_seconds = throttle.retry_after_seconds(db.session, username, address)

@@ -8,6 +8,9 @@ they are exempt from CSRF; one whose secret is not configured answers 503.
 Each answers 2xx only after the transaction holding the events commits; any
 failure before that answers 4xx/5xx and the provider delivers again. A signed
 request already recorded within the replay window is refused with 409.
+
+No post/redirect/get here: these POSTs come from providers' servers, not from a
+form in a browser, and their status code is the answer the provider acts on.
 """
 
 from __future__ import annotations
