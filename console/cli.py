@@ -4,33 +4,22 @@
 alone), ``db`` (Flask-Migrate), ``user`` (ops/user_commands), ``prune``, ``forget``,
 ``hold``, ``release``, ``holds`` (ops/hold_commands) and ``demo``. Each
 command reads the settings the app was built with and hands them on: nothing
-below this module reaches for Flask's ``current_app``.
+below this module reaches for Flask's ``current_app``. ``worker`` builds no app:
+it reads the settings itself (console.worker.standalone), so it starts sooner.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import signal
-import threading
 
 import click
 from flask import current_app
 from flask.cli import FlaskGroup, with_appcontext
 from sqlalchemy.orm import Session
 
-from console.app import create_app
-from console.config import Settings
-from console.ops.hold_commands import HOLD_COMMANDS
-from console.ops.jobs import start_ops_jobs
-from console.ops.metrics import start_metrics_server
-from console.ops.retention import prune
-from console.ops.user_commands import user_cli
-from console.web.extensions import db
-from console.web.ops import SCHEDULER_EXTENSION
-from console.worker import pg_wakeup
-from console.worker.loop import Worker
-from console.worker.scheduler_bridge import start_embedded_worker
-from console.worker.standalone import run_loop
+from console.config import ConfigError, Settings
 
 log = logging.getLogger(__name__)
 
@@ -39,39 +28,55 @@ def _settings() -> Settings:
     return current_app.extensions["console.settings"]
 
 
-@click.group(cls=FlaskGroup, create_app=create_app, add_version_option=False)
+def _create_app():
+    """The web app, built only for the commands that need it (not ``worker``)."""
+    from console.app import create_app
+
+    try:
+        return create_app()
+    except ConfigError as error:  # a bad setting: one line naming it, no traceback
+        raise click.ClickException(str(error)) from None
+
+
+class ConsoleGroup(FlaskGroup):
+    """Flask's command group, with the commands below imported only when run (or listed).
+
+    ``console worker`` then starts without importing the web app or its extensions.
+    """
+
+    LAZY_COMMANDS = {
+        "demo": "console.demo.command:demo_command",
+        "user": "console.ops.user_commands:user_cli",
+        "hold": "console.ops.hold_commands:hold_command",
+        "release": "console.ops.hold_commands:release_command",
+        "holds": "console.ops.hold_commands:holds_command",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.LAZY_COMMANDS:
+            module_name, attribute = self.LAZY_COMMANDS[name].split(":")
+            return getattr(importlib.import_module(module_name), attribute)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=ConsoleGroup, create_app=_create_app, add_version_option=False)
 def main() -> None:
     """Operator console and worker for transactional email."""
 
 
 @main.command("worker")
-@with_appcontext
 def worker_command() -> None:
     """Send queued mail until SIGTERM or SIGINT, then record what is in flight and exit."""
-    settings = _settings()
-    worker = Worker.from_settings(settings, crash_at=settings.test_crash_at)
-    wake = threading.Event()
+    from console.worker.standalone import run_worker, worker_settings
 
-    def stop(signum: int, frame: object) -> None:
-        log.info("stopping after the sends in flight", extra=dict(worker_id=worker.worker_id))
-        worker.request_stop()
-        wake.set()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    log.info("worker started", extra=dict(worker_id=worker.worker_id))
-    listener = pg_wakeup.listener_for(settings.database_url, on_notify=wake.set)
-    jobs = start_ops_jobs(settings)
-    metrics_server = start_metrics_server(settings, jobs.session_factory)
     try:
-        run_loop(worker, poll_seconds=settings.poll_seconds, wake=wake)
-    finally:
-        _stop_quietly(listener)
-        if metrics_server is not None:
-            metrics_server.shutdown()
-        jobs.shutdown()
-        worker.close()
-    log.info("worker stopped", extra=dict(worker_id=worker.worker_id))
+        settings = worker_settings()
+    except ConfigError as error:
+        raise click.ClickException(str(error)) from None
+    run_worker(settings)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -86,6 +91,11 @@ def _interrupt(signum: int, frame: object) -> None:
 def serve_command(host: str, port: int) -> None:
     """Serve the console (waitress) with the send loop running in the same process."""
     import waitress
+
+    from console.ops.jobs import start_ops_jobs
+    from console.web.ops import SCHEDULER_EXTENSION
+    from console.worker import pg_wakeup
+    from console.worker.scheduler_bridge import start_embedded_worker
 
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     settings = _settings()
@@ -104,14 +114,10 @@ def serve_command(host: str, port: int) -> None:
     finally:
         log.info("stopping the console")
         server.close()
-        _stop_quietly(listener)
+        if listener is not None:
+            listener.stop()
         jobs.shutdown()
         embedded.shutdown()
-
-
-def _stop_quietly(listener: pg_wakeup.NotifyListener | None) -> None:
-    if listener is not None:
-        listener.stop()
 
 
 @main.command("prune")
@@ -120,6 +126,9 @@ def _stop_quietly(listener: pg_wakeup.NotifyListener | None) -> None:
 @with_appcontext
 def prune_command(days: float | None, batch_size: int | None) -> None:
     """Scrub finished mail past the retention period; delete it past the deletion horizon."""
+    from console.ops.retention import prune
+    from console.web.extensions import db
+
     settings = _settings()
     report = prune(
         lambda: Session(db.engine),
@@ -148,6 +157,7 @@ def forget_command(address: str, reason: str, cancel: bool) -> None:
 
     from console.store import erasure
     from console.store.actions import ActionRefused
+    from console.web.extensions import db
 
     try:
         report = erasure.forget(
@@ -159,17 +169,3 @@ def forget_command(address: str, reason: str, cancel: bool) -> None:
         db.session.rollback()
         raise click.ClickException(str(exc)) from None
     click.echo(erasure.summary(report))
-
-
-main.add_command(user_cli)
-for _command in HOLD_COMMANDS:  # hold, release, holds
-    main.add_command(_command)
-
-
-def _register_demo() -> None:
-    from console.demo.command import demo_command
-
-    main.add_command(demo_command)
-
-
-_register_demo()

@@ -107,3 +107,26 @@ def test_user_list_shows_name_role_state_and_last_login(sqlite_url, tmp_path):
     assert lines[0].split() == ["username", "role", "state", "last", "login", "(UTC)"]
     assert lines[1].split() == ["ada", "admin", "active", "never"]
     assert lines[2].split() == ["bob", "viewer", "active", "never"]
+
+
+def test_a_bad_setting_stops_worker_and_prune_with_one_line_naming_it(sqlite_url, tmp_path):
+    for command in (["worker"], ["prune"]):
+        env = {**os.environ, "CONSOLE_DATABASE_URL": sqlite_url, "CONSOLE_BATCH_SIZE": "abc"}
+        result = subprocess.run(
+            [CONSOLE, *command], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 1, command
+        assert "CONSOLE_BATCH_SIZE must be a whole number" in result.stderr
+        assert "Traceback" not in result.stderr, result.stderr
+
+
+def test_the_worker_starts_without_building_the_web_app(tmp_path):
+    """`console worker` imports neither the app factory nor the console's blueprints."""
+    probe = (
+        "import sys, console.cli, console.worker.standalone;"
+        "print(sorted(m for m in sys.modules if m == 'console.app' or m.startswith('console.web')))"
+    )
+    python = os.path.join(os.path.dirname(CONSOLE), "python")
+    result = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
