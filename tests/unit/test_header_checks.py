@@ -7,9 +7,13 @@ import email
 import email.policy
 
 import pytest
+from email_validator import validate_email
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from console.core.classify import UNSAFE_HEADER, classify
 from console.core.send_result import SendResult
+from console.mail import header_checks
 from console.mail.catalog import RenderedParts
 from console.mail.header_checks import (
     UnsafeHeader,
@@ -145,3 +149,49 @@ def test_the_serializer_still_writes_safe_headers():
     )
     assert message["Subject"] == "Welcome,\tBob"
     assert message["To"] == "ada@example.com" and "Bcc" not in message
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.from_regex(header_checks._PLAIN_ADDRESS, fullmatch=True))
+def test_every_address_the_quick_path_takes_the_full_validator_takes_too(address):
+    if header_checks.is_plain_address(address):
+        validate_email(
+            address, check_deliverability=False, globally_deliverable=False, test_environment=True
+        )
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "ada@example.com",
+        "a.b+tag@mail.example.co.uk",
+        "x@my-host.test",
+        "o'neil@example.org",
+    ],
+)
+def test_everyday_addresses_take_the_quick_path(address):
+    assert header_checks.is_plain_address(address)
+    header_checks.check_recipient(address)
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "ada@printer.local",
+        "ada@host.LOCALHOST",
+        "ada@xn--zz.com",
+        "ada@-host.com",
+        "ada@host-.com",
+        "a..b@example.com",
+        ".ada@example.com",
+        "ada@example.c0m",
+        "ada@[127.0.0.1]",
+        "ädä@example.com",
+        "ada@exämple.com",
+        "x" * 65 + "@example.com",
+        "ada@" + "a" * 250 + ".com",
+        '"quoted"@example.com',
+    ],
+)
+def test_anything_unusual_goes_to_the_full_validator(address):
+    assert not header_checks.is_plain_address(address)
