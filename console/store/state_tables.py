@@ -25,6 +25,7 @@ class WorkerHeartbeat(Base):
     pid: Mapped[int | None] = mapped_column(Integer)
     started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     last_tick_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    version: Mapped[str | None] = mapped_column(String(64))  # the product version it runs
 
 
 class AlertState(Base):

@@ -20,6 +20,7 @@ class WorkerRow:
     pid: int | None
     started_at: dt.datetime
     last_tick_at: dt.datetime
+    version: str | None  # None: a worker from before versions were recorded
 
 
 def recent_workers(session: Session, *, limit: int = MOST_WORKERS_SHOWN) -> list[WorkerRow]:

@@ -61,3 +61,28 @@ def test_panel_without_workers_says_so(console_client):
 def test_the_htmx_refresh_carries_the_panel(console_client):
     fragment = console_client("viewer").get("/", headers={"HX-Request": "true"}).text
     assert 'id="workers"' in fragment
+
+
+def test_a_heartbeat_records_the_product_version_and_the_panel_shows_it(app, console_client):
+    from importlib import metadata
+
+    from console.store import heartbeats
+
+    now = utcnow()
+    with app.app_context():
+        beat = dict(host="web-1", pid=1, started_at=now, now=now)
+        heartbeats.beat(db.session, worker_id="w-current", **beat)
+        heartbeats.beat(db.session, worker_id="w-next", version="0.2.0", **beat)
+        heartbeats.beat(db.session, worker_id="w-next", version="0.2.1", **{**beat, "now": now})
+        db.session.add(WorkerHeartbeat(worker_id="w-before", host="old", pid=2,
+                                       started_at=now, last_tick_at=now))  # fmt: skip
+        db.session.commit()
+        stored = dict(db.session.query(WorkerHeartbeat.worker_id, WorkerHeartbeat.version).all())
+    installed = metadata.version("outbox-console")
+    assert stored == {"w-current": installed, "w-next": "0.2.1", "w-before": None}
+    page = console_client("viewer").get("/").text
+    assert '<th scope="col">version</th>' in page
+    shown = panel(page)
+    assert "w-current web-1 1" in shown and installed in shown and "0.2.1" in shown
+    assert "0.2.0" not in shown, "a worker's next tick writes its new version"
+    assert f"Workers run different versions: {installed}, 0.2.1." in shown
