@@ -16,6 +16,7 @@ pytestmark = pytest.mark.browser
 
 def reload_sends_no_form(page) -> None:
     """Reload the page and check the browser asked for it with GET, resending no form."""
+    page.wait_for_load_state("load")  # console.js has run
     methods: list[str] = []
     page.on("request", lambda request: methods.append(request.method))
     url = page.url
