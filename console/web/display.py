@@ -34,9 +34,14 @@ def format_basis_points(basis_points: int) -> str:
     return f"{basis_points / 100:g} %"
 
 
-def plural(count: int, noun: str) -> str:
-    """Return "1 dead letter" or "3 dead letters"."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """Return "1 dead letter" or "3 dead letters" ("1 entry", "2 entries" with `many`)."""
+    return f"{count} {noun_for(count, noun, many)}"
+
+
+def noun_for(count: int, noun: str, many: str | None = None) -> str:
+    """Return the noun that agrees with `count`: "intent" for 1, "intents" (or `many`) else."""
+    return noun if count == 1 else (many or f"{noun}s")
 
 
 def format_timestamp(value: dt.datetime | None) -> str:
@@ -64,3 +69,4 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(format_basis_points, "basis_points")
     app.add_template_filter(format_relative, "relative")
     app.add_template_filter(plural, "plural")
+    app.add_template_filter(noun_for, "noun")

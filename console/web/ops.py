@@ -2,6 +2,7 @@
 
 Neither needs a login: put them behind the network's own access rules (see the
 README's Monitoring section). Neither shows an address, a body or a param.
+``/favicon.ico`` answers the console's icon to clients that ask for it there.
 """
 
 from __future__ import annotations
@@ -94,3 +95,12 @@ def healthz() -> tuple[Response, int]:
         "max_tick_age_seconds": max_age_seconds,
     }
     return jsonify(report), 503 if problems else 200
+
+
+@bp.get("/favicon.ico")
+def favicon() -> Response:
+    """The console's icon, for clients that ask at /favicon.ico rather than read the page's link."""
+    response = current_app.send_static_file("favicon.svg")
+    response.mimetype = "image/svg+xml"
+    response.cache_control.max_age = 86400
+    return response

@@ -56,3 +56,39 @@ def test_every_page_links_a_favicon_that_exists(app, console_client):
     page = client.get("/").text
     [href] = re.findall(r'<link rel="icon" href="([^"]+)"', page)
     assert client.get(href).status_code == 200
+
+
+def test_favicon_ico_answers_the_icon_without_a_login(app):
+    response = app.test_client().get("/favicon.ico")
+    assert response.status_code == 200
+    assert response.mimetype == "image/svg+xml" and b"<svg" in response.data
+
+
+def test_counts_agree_with_their_nouns():
+    from console.web.display import noun_for, plural
+
+    assert plural(1, "intent") == "1 intent" and plural(0, "intent") == "0 intents"
+    assert plural(2, "entry", "entries") == "2 entries"
+    assert noun_for(1, "entry", "entries") == "entry"
+
+
+def test_the_dashboard_counts_attempts_with_the_plural_filter(console_client):
+    page = console_client("viewer").get("/").text
+    assert "0 attempts accepted" in page
+
+
+def test_the_erasure_preview_speaks_in_agreeing_plurals(console_client, add_intent):
+    admin = console_client("admin", "dpo")
+    add_intent("submitted", to="solo@example.com")
+    form = {"address": "solo@example.com", "reason": "ticket 9", "csrf_token": admin.csrf_token}
+    admin.post("/erasure/preview", data=form)
+    page = admin.get("/erasure").text
+    assert "finished intent, with their attempts" in page
+    assert "<strong>0</strong> provider events" in page
+
+
+def test_the_suppression_form_and_list_call_the_free_text_a_note(console_client):
+    page = console_client("operator").get("/suppressions").text
+    form = page[page.index('id="add-suppression"') :]
+    form = form[: form.index("</form>")]
+    assert "<label>Note " in form and "Reason" not in form

@@ -102,7 +102,7 @@ ROUTES = [
     ("account.end_other_sessions", "POST", "/account/sessions/end", {}, "viewer"),
     ("audit.index", "GET", "/audit", None, "operator"),
 ]
-OPEN_ENDPOINTS = {"auth.login", "auth.logout", "static"}
+OPEN_ENDPOINTS = {"auth.login", "auth.logout", "static", "ops.favicon"}
 
 
 @pytest.fixture
