@@ -9,9 +9,11 @@ soon as it is woken (an enqueue on PostgreSQL, a stop request).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal
 import threading
+from collections.abc import Callable
 
 from console.config import Settings, load_settings
 from console.ops import logs
@@ -34,10 +36,6 @@ def worker_settings() -> Settings:
 
 def run_worker(settings: Settings) -> None:
     """Send queued mail until SIGTERM or SIGINT, then record what is in flight and return."""
-    from console.ops.jobs import start_ops_jobs
-    from console.ops.metrics import start_metrics_server
-    from console.worker import pg_wakeup
-
     worker = Worker.from_settings(settings, crash_at=settings.test_crash_at)
     wake = threading.Event()
 
@@ -49,24 +47,61 @@ def run_worker(settings: Settings) -> None:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     log.info("worker started", extra=dict(worker_id=worker.worker_id))
-    listener = pg_wakeup.listener_for(settings.database_url, on_notify=wake.set)
-    jobs = start_ops_jobs(settings)
-    metrics_server = start_metrics_server(settings, jobs.session_factory)
+    services = _Services()
     try:
-        run_loop(worker, poll_seconds=settings.poll_seconds, wake=wake)
+        run_loop(
+            worker,
+            poll_seconds=settings.poll_seconds,
+            wake=wake,
+            after_first=lambda: services.start(settings, wake),
+        )
     finally:
-        if listener is not None:
-            listener.stop()
-        if metrics_server is not None:
-            metrics_server.shutdown()
-        jobs.shutdown()
+        services.stop()
         worker.close()
     log.info("worker stopped", extra=dict(worker_id=worker.worker_id))
 
 
-def run_loop(worker: Worker, *, poll_seconds: float, wake: threading.Event) -> None:
+@dataclasses.dataclass
+class _Services:
+    """What runs beside the loop: the PostgreSQL wake-up listener, the ops jobs, /metrics.
+
+    Started after the first tick, so a backlog's first batch does not wait for them.
+    """
+
+    listener: object | None = None
+    jobs: object | None = None
+    metrics_server: object | None = None
+
+    def start(self, settings: Settings, wake: threading.Event) -> None:
+        from console.ops.jobs import start_ops_jobs
+        from console.ops.metrics import start_metrics_server
+        from console.worker import pg_wakeup
+
+        self.listener = pg_wakeup.listener_for(settings.database_url, on_notify=wake.set)
+        self.jobs = start_ops_jobs(settings)
+        self.metrics_server = start_metrics_server(settings, self.jobs.session_factory)
+        wake.set()  # one more look at once: an enqueue's wake-up may have come before it
+
+    def stop(self) -> None:
+        if self.listener is not None:
+            self.listener.stop()
+        if self.metrics_server is not None:
+            self.metrics_server.shutdown()
+        if self.jobs is not None:
+            self.jobs.shutdown()
+
+
+def run_loop(
+    worker: Worker,
+    *,
+    poll_seconds: float,
+    wake: threading.Event,
+    after_first: Callable[[], None] | None = None,
+) -> None:
     """Tick until ``worker.request_stop()``: again at once while batches come back full,
     else after `poll_seconds` or as soon as `wake` is set (an enqueue, a stop request).
+
+    `after_first` runs once the first tick is over (the first batch is out sooner).
     """
     while not worker.stopping:
         wake.clear()
@@ -75,6 +110,9 @@ def run_loop(worker: Worker, *, poll_seconds: float, wake: threading.Event) -> N
         except Exception:  # noqa: BLE001 - e.g. the database restarting: try again next poll
             log.exception("worker tick failed", extra=dict(worker_id=worker.worker_id))
             report = TickReport()
+        if after_first is not None:
+            after_first()
+            after_first = None
         if report.claimed >= worker.settings.batch_size:
             continue
         wake.wait(poll_seconds)
