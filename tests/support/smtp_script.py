@@ -59,18 +59,30 @@ def _parse_code(behaviour: str) -> tuple[int, str | None]:
 
 
 class Script:
-    """Which behaviour each recipient gets on each attempt; thread-safe."""
+    """Which behaviour each recipient gets on each attempt; thread-safe.
+
+    A key ``"#N"`` scripts the Nth body to arrive (from 1, whoever it is for) instead:
+    its first behaviour replaces the recipient's, as a provider answers whichever
+    message comes when it is over a limit (e.g. ``{"#60": ["454 4.7.0 Throttling
+    failure: Maximum sending rate exceeded"]}``). Only body behaviours apply there.
+    """
 
     def __init__(self, rules: Mapping[str, Iterable[str]] | None = None) -> None:
         self._rules: dict[str, list[str]] = {"*": ["250"]}
         self._attempts: collections.Counter[str] = collections.Counter()
+        self._by_arrival: dict[int, str] = {}
+        self._arrivals = 0
         self._lock = threading.Lock()
         for recipient, behaviours in (rules or {}).items():
             self.set(recipient, behaviours)
 
     def set(self, recipient: str, behaviours: Iterable[str]) -> None:
-        """Script `recipient` (or ``"*"``): its Nth attempt gets the Nth behaviour."""
+        """Script `recipient` (or ``"*"``): its Nth attempt gets the Nth behaviour;
+        ``"#N"``: the Nth body to arrive gets the first behaviour."""
         behaviours = list(behaviours)
+        if recipient.startswith("#"):
+            self._set_arrival(int(recipient[1:]), behaviours)
+            return
         if not behaviours:
             raise ValueError("a script needs at least one behaviour")
         for behaviour in behaviours:
@@ -78,6 +90,20 @@ class Script:
                 _parse_code(behaviour.removeprefix("rcpt:"))
         with self._lock:
             self._rules[recipient.lower()] = behaviours
+
+    def _set_arrival(self, number: int, behaviours: list[str]) -> None:
+        if number < 1 or not behaviours or behaviours[0].startswith("rcpt:"):
+            raise ValueError(f"an arrival needs a number from 1 and a body behaviour: #{number}")
+        if behaviours[0] not in ("stall", "hangup"):
+            _parse_code(behaviours[0])
+        with self._lock:
+            self._by_arrival[number] = behaviours[0]
+
+    def next_arrival(self) -> str | None:
+        """Count a body arriving; return the behaviour scripted for its number, if any."""
+        with self._lock:
+            self._arrivals += 1
+            return self._by_arrival.get(self._arrivals)
 
     def next_for(self, recipient: str) -> str:
         """Count an attempt for `recipient` and return the behaviour it gets."""
@@ -156,6 +182,7 @@ class ScriptedHandler:
 
     async def handle_DATA(self, server, session, envelope):  # noqa: N802
         behaviour = envelope.__dict__.get("behaviours", ["250"])[0]
+        behaviour = self.script.next_arrival() or behaviour
         match = _MESSAGE_ID.search(envelope.content.partition(b"\r\n\r\n")[0])
         message_id = match.group(1).decode() if match else None
         recipient = envelope.rcpt_tos[0] if envelope.rcpt_tos else ""

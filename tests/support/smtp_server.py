@@ -14,6 +14,10 @@ A behaviour is one string:
 - ``"stall"``: take the body, then answer nothing for ``stall_seconds``;
 - ``"hangup"``: take the body, then drop the connection without a reply.
 
+A key ``"#N"`` instead of a recipient scripts the Nth body to arrive, whoever it is
+for (its first behaviour; body behaviours only): ``{"#60": ["454 4.7.0 Throttling
+failure: Maximum sending rate exceeded"]}`` throttles the 60th message.
+
 Every body that arrives is recorded with its Message-ID, recipient and what the
 server did with it (``result``: the code it answered, ``"stall"`` or
 ``"hangup"``), in memory and, with `record_path`, as JSON lines in a file, so a
