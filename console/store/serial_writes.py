@@ -17,18 +17,36 @@ class SerialWrites:
 
     A record's database round trip then overlaps the sending of the next email
     instead of stopping the event loop. (The DATA_SENT mark is not queued here:
-    the body must wait for it anyway, so it is committed inline.)
+    the body must wait for it anyway, so it is committed inline.) ``post`` hands a
+    write over without waiting for it and without waking the event loop when it is
+    done; ``drain`` waits for every write posted so far and raises the first error.
     """
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-writes")
         self._connection: Connection | None = None
+        self._errors: list[BaseException] = []
 
-    def submit(self, function: Callable[..., Any], *args: Any) -> asyncio.Future:
-        """Run ``function(connection, *args)`` after every write submitted before it."""
-        loop = asyncio.get_running_loop()
-        return loop.run_in_executor(self._executor, self._call, function, args)
+    def post(self, function: Callable[..., Any], *args: Any) -> None:
+        """Run ``function(connection, *args)`` after every write before it; do not wait.
+
+        An error is kept for the next ``drain``; the writes after it still run.
+        """
+        self._executor.submit(self._call_keeping_errors, function, args)
+
+    async def drain(self) -> None:
+        """Wait until every write posted so far is done; raise the first error among them."""
+        await asyncio.get_running_loop().run_in_executor(self._executor, _nothing)
+        if self._errors:
+            first, self._errors = self._errors[0], []
+            raise first
+
+    def _call_keeping_errors(self, function: Callable[..., Any], args: tuple) -> None:
+        try:
+            self._call(function, args)
+        except BaseException as error:  # noqa: BLE001 - raised again by drain()
+            self._errors.append(error)
 
     def _call(self, function: Callable[..., Any], args: tuple) -> Any:
         if self._connection is None:
@@ -51,3 +69,7 @@ class SerialWrites:
     def shutdown(self) -> None:
         self._executor.submit(self._close).result()
         self._executor.shutdown()
+
+
+def _nothing() -> None:
+    return None

@@ -205,7 +205,6 @@ class Worker:
     async def _send_batch(self, leased: list[claims.Claim], report: TickReport) -> None:
         waiting = collections.deque(leased)
         held_back: list[tuple[claims.Claim, dt.datetime]] = []  # their domain deferred
-        records: list[asyncio.Future] = []
 
         self._refused_lanes = {}
 
@@ -217,13 +216,13 @@ class Worker:
                 if until is not None:
                     held_back.append((claim, until))
                 else:
-                    await self._process(claim, records, report)
+                    await self._process(claim, report)
 
         lanes = min(self.settings.concurrency, len(leased))
         try:
             await asyncio.gather(*(one_connection() for _ in range(lanes)))
         finally:
-            await asyncio.gather(*records)
+            await self._writes.drain()  # every record of the batch, in order
             await self._writes.release_connection()
             if self._marks is not None:
                 self._marks.close()
@@ -257,9 +256,7 @@ class Worker:
             session.commit()
         return released
 
-    async def _process(
-        self, claim: claims.Claim, records: list[asyncio.Future], report: TickReport
-    ) -> None:
+    async def _process(self, claim: claims.Claim, report: TickReport) -> None:
         """Send one claimed intent; its T2 is queued and runs while the next one is sent."""
         result = await self._send(claim)
         if result.error_type == SuppressedBeforeBody.__name__:  # refused by the mark itself
@@ -286,7 +283,7 @@ class Worker:
             deferral = self.guard.note_domain_outcome(recipient, outcome_name, result.code, now)
         self._crash_if("before_record")
         outcome = FinishedAttempt(claim, result, classification, decision, now, deferral)
-        records.append(asyncio.ensure_future(self._record(outcome, report)))
+        self._writes.post(self._record, outcome, report)
 
     def _wait_uncharged(self, claim: claims.Claim, reason: str, now: dt.datetime) -> Decision:
         """The relay refused the session: the intent waits, the rest of its lane too."""
@@ -310,9 +307,10 @@ class Worker:
             return email
         return await self.transport.send(email, self._on_stage)
 
-    async def _record(self, outcome: FinishedAttempt, report: TickReport) -> None:
+    def _record(self, connection: Connection, outcome: FinishedAttempt, report: TickReport):
+        """T2 of one attempt, then its log line; on the writes thread, in send order."""
         claim, decision = outcome.claim, outcome.decision
-        if not await self._writes.submit(self._outcomes.write, outcome):
+        if not self._outcomes.write(connection, outcome):
             report.stale += 1
             outcome_name = outcome.classification.outcome
             log_stale_attempt(claim.intent.id, claim.attempt_id, outcome_name)
