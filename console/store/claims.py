@@ -23,13 +23,14 @@ import datetime as dt
 import secrets
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import exists, func, literal, select, union_all, update
+from sqlalchemy import Integer, bindparam, exists, func, literal, select, union_all, update
 from sqlalchemy.orm import Session
 
 from console.core.lifecycle import Decision
 from console.models import Suppression
 from console.store import holds, suppression_lookup
 from console.store import send_statements as s
+from console.store.columns import UTCDateTime
 from console.store.state_tables import DomainDeferral
 from console.vocabulary import CLAIMED, LANES, PENDING, SENDING
 
@@ -59,24 +60,39 @@ def lock_due(
     return _mark_due_sending(session, now, limit, limits)
 
 
-def _due_in_lane(lane: str, now: dt.datetime):
+# The claim's statements are built once; each claim binds `now` and the limits.
+_NOW = bindparam("b_now", type_=UTCDateTime())
+
+
+def _due_in_lane(lane: str):
     intent = s.INTENT.c
     return (
         select(*s.DUE_COLUMNS)
-        .where(intent.status == PENDING, intent.lane == lane, intent.next_attempt_at <= now)
-        .where(~_in_deferred_domain(now))
-        .where(~holds.lane_held(lane, now), ~holds.intent_held(now))
+        .where(intent.status == PENDING, intent.lane == lane, intent.next_attempt_at <= _NOW)
+        .where(~_in_deferred_domain(_NOW))
+        .where(~holds.lane_held(lane, _NOW), ~holds.intent_held(_NOW))
         .order_by(intent.next_attempt_at)
     )
 
 
-def _in_deferred_domain(now: dt.datetime):
+def _in_deferred_domain(now):
     """The intent's recipient domain has a deferral that has not ended (DomainDeferral)."""
     deferral = DomainDeferral.__table__.c
     recipient = func.lower(s.INTENT.c.recipient)
     return exists().where(
         deferral.deferred_until > now, recipient.like(literal("%@") + deferral.domain)
     )
+
+
+def _lane_limit(lane: str):
+    return bindparam(f"b_limit_{lane}", type_=Integer())
+
+
+# PostgreSQL: due rows of one lane, locked, skipping rows other workers hold.
+_LOCK_DUE_IN_LANE = {
+    lane: _due_in_lane(lane).limit(_lane_limit(lane)).with_for_update(skip_locked=True)
+    for lane in LANES
+}
 
 
 def _lock_due_skip_locked(
@@ -89,43 +105,62 @@ def _lock_due_skip_locked(
         remaining = min(limit - len(due), limits[lane])
         if remaining <= 0:
             continue
-        query = _due_in_lane(lane, now).limit(remaining).with_for_update(skip_locked=True)
-        due += [s.DueIntent.from_row(row) for row in connection.execute(query)]
+        values = {"b_now": now, f"b_limit_{lane}": remaining}
+        rows = connection.execute(_LOCK_DUE_IN_LANE[lane], values)
+        due += [s.DueIntent.from_row(row) for row in rows]
     return due
+
+
+def _mark_due_sending_statement():
+    """SQLite: one UPDATE ... RETURNING that takes the write lock and the batch at once."""
+    per_lane = []
+    for rank, lane in enumerate(LANES):
+        lane_due = _due_in_lane(lane).with_only_columns(s.INTENT.c.id, s.INTENT.c.next_attempt_at)
+        lane_due = lane_due.limit(_lane_limit(lane)).subquery()
+        per_lane.append(
+            select(lane_due.c.id, literal(rank).label("lane_rank"), lane_due.c.next_attempt_at)
+        )
+    ranked = union_all(*per_lane).subquery()
+    chosen = (
+        select(ranked.c.id)
+        .order_by(ranked.c.lane_rank, ranked.c.next_attempt_at)
+        .limit(bindparam("b_limit", type_=Integer()))
+    )
+    return (
+        update(s.INTENT)
+        .where(s.INTENT.c.id.in_(chosen), s.INTENT.c.status == PENDING)
+        .values(status=SENDING, updated_at=_NOW)
+        .returning(*s.DUE_COLUMNS)
+    )
+
+
+_MARK_DUE_SENDING = _mark_due_sending_statement()
+_LANE_RANK = {lane: rank for rank, lane in enumerate(LANES)}
 
 
 def _mark_due_sending(
     session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
 ) -> list[s.DueIntent]:
     """SQLite: one UPDATE ... RETURNING takes the write lock and the batch at once."""
-    per_lane = []
-    for rank, lane in enumerate(LANES):
-        lane_due = _due_in_lane(lane, now).with_only_columns(
-            s.INTENT.c.id, s.INTENT.c.next_attempt_at
-        )
-        lane_due = lane_due.limit(limits[lane]).subquery()
-        per_lane.append(
-            select(lane_due.c.id, literal(rank).label("lane_rank"), lane_due.c.next_attempt_at)
-        )
-    ranked = union_all(*per_lane).subquery()
-    chosen = select(ranked.c.id).order_by(ranked.c.lane_rank, ranked.c.next_attempt_at).limit(limit)
-    statement = (
-        update(s.INTENT)
-        .where(s.INTENT.c.id.in_(chosen), s.INTENT.c.status == PENDING)
-        .values(status=SENDING, updated_at=now)
-        .returning(*s.DUE_COLUMNS)
-    )
-    due = [s.DueIntent.from_row(row) for row in session.connection().execute(statement)]
-    lane_rank = {lane: rank for rank, lane in enumerate(LANES)}
-    return sorted(due, key=lambda intent: (lane_rank[intent.lane], intent.next_attempt_at))
+    values = {"b_now": now, "b_limit": limit}
+    values.update({f"b_limit_{lane}": limits[lane] for lane in LANES})
+    rows = session.connection().execute(_MARK_DUE_SENDING, values)
+    due = [s.DueIntent.from_row(row) for row in rows]
+    return sorted(due, key=lambda intent: (_LANE_RANK[intent.lane], intent.next_attempt_at))
+
+
+_SUPPRESSED_AMONG = select(Suppression.__table__.c.recipient).where(
+    Suppression.__table__.c.recipient.in_(bindparam("b_forms", expanding=True))
+)
 
 
 def suppressed_among(session: Session, recipients: set[str]) -> set[str]:
     """Return those of `recipients` (lowercase) on the suppression list, as such or hashed."""
-    table = Suppression.__table__
+    if not recipients:
+        return set()
     forms = {form: r for r in recipients for form in suppression_lookup.recipient_forms(r)}
-    query = select(table.c.recipient).where(table.c.recipient.in_(forms))
-    return {forms[found] for found in session.connection().execute(query).scalars()}
+    found = session.connection().execute(_SUPPRESSED_AMONG, {"b_forms": list(forms)})
+    return {forms[recipient] for recipient in found.scalars()}
 
 
 def close_unsent(

@@ -65,7 +65,7 @@ class OutcomeWriter:
                 attempt_id=claim.attempt_id,
                 now=outcome.now,
             )
-        with Session(bind=connection) as session:
+        with _SessionOnDemand(connection) as session:  # most outcomes write nothing more
             if result.error_type == SMTPUTF8_NOT_OFFERED:
                 relay_alerts.raise_smtputf8_missing(session, relay=self.relay, now=outcome.now)
                 session.commit()
@@ -100,3 +100,31 @@ class OutcomeWriter:
             )
             session.commit()
         return released
+
+
+class _SessionOnDemand:
+    """A Session on `connection`, made only when first used; committing an unused one is free.
+
+    Most outcomes feed the breaker's window in memory and write nothing, so this saves
+    building and closing a Session for each of them.
+    """
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._session: Session | None = None
+
+    def __getattr__(self, name: str):
+        if self._session is None:
+            self._session = Session(bind=self._connection)
+        return getattr(self._session, name)
+
+    def commit(self) -> None:
+        if self._session is not None:
+            self._session.commit()
+
+    def __enter__(self) -> _SessionOnDemand:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._session is not None:
+            self._session.close()
