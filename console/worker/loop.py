@@ -48,6 +48,7 @@ from console.worker.settings import WorkerSettings
 from console.worker.tick import FinishedAttempt, TickReport
 
 log = logging.getLogger(__name__)
+HOUSEKEEPING_INTERVAL = dt.timedelta(seconds=1)
 SUPPRESSED_BEFORE_BODY = "recipient suppressed before its body was sent (envelope reset)"
 
 
@@ -95,6 +96,7 @@ class Worker:
         self._refused_lanes: dict[str, dt.datetime] = {}  # lane -> when its intents may go
         self._reconnects_counted = 0
         self.started_at = clock()
+        self._housekept_at: dt.datetime | None = None
         self._crash_if = CrashPoint(crash_at)
         self._stopping = threading.Event()
         self._runner = asyncio.Runner()
@@ -194,7 +196,15 @@ class Worker:
         return leased, not_sent
 
     def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
-        """Heartbeat, take back silent workers' leases, match early provider events; commit."""
+        """Heartbeat, take back silent workers' leases, match early provider events; commit.
+
+        At most once a `HOUSEKEEPING_SECONDS` (a worker draining a backlog ticks many times
+        a second; leases last minutes), and at once whenever the clock goes back.
+        """
+        last = self._housekept_at
+        if last is not None and dt.timedelta(0) <= now - last < HOUSEKEEPING_INTERVAL:
+            return
+        self._housekept_at = now
         with self.session_factory() as session:
             swept = housekeeping(session, self.worker_id, self.started_at, self.decisions, now)
             session.commit()
