@@ -56,6 +56,8 @@ class ConsoleGroup(FlaskGroup):
         return sorted({*super().list_commands(ctx), *self.LAZY_COMMANDS})
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.commands:  # ours: no scan of installed packages for Flask plugins
+            return self.commands[name]
         if name in self.LAZY_COMMANDS:
             module_name, attribute = self.LAZY_COMMANDS[name].split(":")
             return getattr(importlib.import_module(module_name), attribute)
