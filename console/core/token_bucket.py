@@ -55,6 +55,15 @@ class Bucket:
     slowed_at: float = 0.0
 
 
+def start(now: float) -> Bucket:
+    """The bucket the first claim ever makes: empty, filling at the rate from `now`.
+
+    Nothing is known of what was sent just before (an older version, a restart, a
+    backlog met by cold processes whose first sends lag their claim): a full bucket
+    would let a burst bunch up with the next second's sends at the provider."""
+    return Bucket(tokens=0.0, refilled_at=now)
+
+
 def rate_factor(bucket: Bucket, now: float) -> float:
     """The share of the configured rate in force at `now`."""
     steps = max(0, math.floor((now - bucket.slowed_at - HOLD_SECONDS) / STEP_SECONDS) + 1)

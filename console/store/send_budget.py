@@ -91,14 +91,15 @@ def take_tokens(
     values = dict(_constants(policy), now=now, want=want)
     statement = _take_statement(_dialect(session))
     row = connection.execute(statement, values).first()
-    if row is None:  # the first claim ever: a full bucket
-        _create_bucket(session, policy, now)
+    if row is None:  # the first claim ever: an empty bucket (tb.start)
+        _create_bucket(session, now)
         row = connection.execute(statement, values).first()
     return int(row.taken), float(row.tokens)
 
 
-def _create_bucket(session: Session, policy: tb.BucketPolicy, now: float) -> None:
-    row = dict(name=BUCKET, tokens=policy.burst, refilled_at=now)
+def _create_bucket(session: Session, now: float) -> None:
+    bucket = tb.start(now)
+    row = dict(name=BUCKET, tokens=bucket.tokens, refilled_at=bucket.refilled_at)
     statement = insert(_BUDGET).values(row)
     if session.get_bind().dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -125,7 +126,7 @@ def lock_budget(session: Session, now: float) -> None:
     """Make concurrent claims take turns until this one commits (the quota's count)."""
     _create_if_missing = update(_BUDGET).where(_BUDGET.c.name == BUCKET).values(name=_BUDGET.c.name)
     if session.connection().execute(_create_if_missing).rowcount == 0:
-        _create_bucket(session, tb.BucketPolicy(1.0, 1.0), now)
+        _create_bucket(session, now)
         session.connection().execute(_create_if_missing)
 
 

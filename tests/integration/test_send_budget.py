@@ -45,11 +45,25 @@ def sent_lanes(session_factory, transport) -> list[str]:
     return [lanes[i] for i in ids]
 
 
+def test_the_first_claim_ever_finds_an_empty_bucket(session_factory):
+    with session_factory() as session:
+        assert send_budget.take_tokens(session, RATE, 1000.0, 50) == (0, 0.0)
+        assert send_budget.read_bucket(session) == tb.start(1000.0)
+        assert send_budget.take_tokens(session, RATE, 1000.5, 50) == (5, 0.0)
+        session.commit()
+
+
+def test_a_bucket_made_for_the_quota_alone_starts_empty_too(session_factory):
+    with session_factory() as session:
+        send_budget.lock_budget(session, 1000.0)
+        assert send_budget.take_tokens(session, RATE, 1000.0, 50) == (0, 0.0)
+
+
 def test_the_statement_takes_what_the_core_computes(session_factory):
-    bucket = tb.Bucket(tokens=RATE.burst, refilled_at=1000.0)
+    bucket = tb.start(999.0)
     steps = [(1000.0, 3), (1000.2, 50), (1000.35, 1), (1001.7, 4), (1003.0, 10), (1003.0, 1)]
     with session_factory() as session:
-        send_budget.take_tokens(session, RATE, 1000.0, 0)  # creates the full bucket
+        send_budget.take_tokens(session, RATE, 999.0, 0)  # creates the bucket, empty
         for now, want in steps:
             bucket, taken = tb.take(RATE, bucket, now, want)
             assert send_budget.take_tokens(session, RATE, now, want) == (
@@ -86,6 +100,8 @@ def test_a_login_code_takes_the_token_bulk_leaves_for_it(session_factory, make_w
     insert_bulk_backlog(session_factory, 100)
     transport = MemoryTransport()
     worker = make_worker(transport, budget=SendBudget(RATE, None))
+    assert worker.run_once().claimed == 0, "the first claim finds the bucket empty"
+    clock.advance(1)
     assert worker.run_once().claimed == 9, "the burst less the critical reserve"
     assert worker.run_once().claimed == 0
     enqueue_login_codes(session_factory, 1)
@@ -122,6 +138,8 @@ def test_a_throttling_reply_halves_the_shared_rate(session_factory, make_worker,
     transport = MemoryTransport({"reader0@example.com": [throttled]})
     insert_bulk_backlog(session_factory, 5)
     worker = make_worker(transport, budget=SendBudget(RATE, None))
+    worker.run_once()  # makes the bucket, empty
+    clock.advance(1)
     worker.run_once()
     with session_factory() as session:
         bucket = send_budget.read_bucket(session)

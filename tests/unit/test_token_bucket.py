@@ -28,6 +28,16 @@ def test_a_bucket_refills_at_the_rate_up_to_the_burst():
     assert tb.refill(POLICY, empty, 99.0).tokens == 0.0, "a clock behind gains nothing"
 
 
+def test_a_new_bucket_starts_empty_and_fills_at_the_rate():
+    # nothing is known of what was sent just before (another version, a restart): the
+    # provider's own bucket may be empty, and cold first sends would bunch up a burst
+    bucket = tb.start(100.0)
+    assert bucket == tb.Bucket(tokens=0.0, refilled_at=100.0)
+    assert tb.take(POLICY, bucket, 100.0, 50)[1] == 0
+    assert tb.take(POLICY, bucket, 100.35, 50)[1] == 3
+    assert tb.take(POLICY, bucket, 102.0, 50)[1] == POLICY.burst
+
+
 def test_a_claim_gets_at_most_the_tokens_there_are_and_bulk_leaves_one_for_critical():
     full = tb.Bucket(tokens=10.0, refilled_at=0.0)
     bucket, taken = tb.take(POLICY, full, 0.0, 50)
