@@ -54,6 +54,8 @@ class Intent(Base):
     locale: Mapped[str | None] = mapped_column(String(35))
     recipient_account: Mapped[str | None] = mapped_column(String(255))  # e.g. "reviewer:29"
     attempt_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    # a requeue of a capped intent: the worker may retry until attempt_count reaches this
+    attempts_granted: Mapped[int | None] = mapped_column(Integer)
     next_attempt_at: Mapped[dt.datetime] = mapped_column(
         UTCDateTime, server_default=func.current_timestamp()
     )
