@@ -145,3 +145,6 @@ def test_a_throttling_reply_halves_the_shared_rate_measured_on_the_receipts(post
     assert attempts == ORDERS + len(THROTTLED_ARRIVALS)
     assert throttled_attempts == [(TRANSIENT, 454)] * len(THROTTLED_ARRIVALS)
     assert all(state == "closed" for _, state in breakers), breakers
+    logs = "".join(worker.log_path.read_text() for worker in workers)
+    assert logs.count("send rate halved") == 1, "one worker halved the shared rate, once"
+    assert "circuit breaker opened" not in logs
