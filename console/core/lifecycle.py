@@ -56,6 +56,17 @@ class IntentFacts:
     expires_at: dt.datetime | None
     attempts_made: int  # including the attempt being decided
     rules: TemplateRules = TemplateRules()
+    # an operator's requeue of a capped intent: the attempt count up to which it is retried
+    attempts_granted: int | None = None
+
+    def attempt_cap(self, policy: RetryPolicy) -> int:
+        """The attempt count that makes a failure for now final: the policy's or the granted."""
+        return max(policy.max_attempts, self.attempts_granted or 0)
+
+    @property
+    def granted_attempts_left(self) -> bool:
+        """Attempts an operator granted remain: the age cap does not end them."""
+        return self.attempts_granted is not None and self.attempts_made < self.attempts_granted
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,12 +135,12 @@ def _retry_or_give_up(
     random: Callable[[], float],
 ) -> Decision:
     reason = classification.reason
-    if facts.attempts_made >= policy.max_attempts:
+    if facts.attempts_made >= facts.attempt_cap(policy):
         return Decision(
             DEAD, f"gave up after {facts.attempts_made} attempts; last: {reason}", alert=True
         )
     age_seconds = (now - facts.created_at).total_seconds()
-    if age_seconds >= policy.max_age_seconds:
+    if age_seconds >= policy.max_age_seconds and not facts.granted_attempts_left:
         return Decision(DEAD, f"gave up after {age_seconds:.0f} s; last: {reason}", alert=True)
     delay_seconds = policy.backoff.delay_seconds(facts.attempts_made, random)
     if classification.retry_after_seconds is not None:

@@ -34,6 +34,7 @@ DUE_COLUMNS = tuple(
         "expires_at",
         "attempt_count",
         "next_attempt_at",
+        "attempts_granted",
     )
 )
 
@@ -168,6 +169,7 @@ class DueIntent:
     expires_at: dt.datetime | None
     attempt_count: int  # attempts before this claim
     next_attempt_at: dt.datetime
+    attempts_granted: int | None  # a requeue's grant: retried up to this attempt count
 
     @classmethod
     def from_row(cls, row: Any) -> DueIntent:

@@ -56,7 +56,9 @@ class SendDecisions:
             rules = TemplateRules(template.ambiguity_policy, template.max_age_seconds)
         except TemplateError:
             rules = TemplateRules()
-        return IntentFacts(intent.created_at, intent.expires_at, attempts_made, rules)
+        return IntentFacts(
+            intent.created_at, intent.expires_at, attempts_made, rules, intent.attempts_granted
+        )
 
     def at_claim(
         self, intent: DueIntent, suppressed: bool, session: Session, now: dt.datetime
