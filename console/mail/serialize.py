@@ -18,7 +18,7 @@ from __future__ import annotations
 import binascii
 import datetime as dt
 import functools
-import secrets
+import random
 from email.utils import format_datetime
 
 from console.mail.catalog import RenderedParts
@@ -135,7 +135,8 @@ def _date_text(date: dt.datetime) -> bytes:
 
 
 def _boundary(parts: RenderedParts) -> bytes:
+    """A MIME boundary found in neither part (it needs to be unique, not unguessable)."""
     while True:
-        boundary = "=_" + secrets.token_hex(16)
+        boundary = f"=_{random.getrandbits(128):032x}"
         if boundary not in parts.text and boundary not in parts.html:
             return boundary.encode("ascii")

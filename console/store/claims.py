@@ -194,7 +194,8 @@ def lease(
     if not due:
         return []
     connection = session.connection()
-    tokens = [secrets.token_hex(16) for _ in due]
+    random_bytes = secrets.token_bytes(16 * len(due))  # one system call for the batch
+    tokens = [random_bytes[16 * n : 16 * (n + 1)].hex() for n in range(len(due))]
     connection.execute(
         s.LEASE_INTENT,
         [

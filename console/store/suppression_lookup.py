@@ -10,6 +10,8 @@ leaves the hashed form to the worker's checks before each send.
 
 from __future__ import annotations
 
+import functools
+
 from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
@@ -30,7 +32,12 @@ def recipient_forms(recipient: str) -> list[str]:
     lowered = recipient.lower()
     if not _address_key:
         return [lowered]
-    return [lowered, address_hash(_address_key, lowered)]
+    return [lowered, _hash_of(_address_key, lowered)]
+
+
+@functools.lru_cache(maxsize=4096)  # the claim and the mark before the body ask for the same
+def _hash_of(key: str, lowered: str) -> str:
+    return address_hash(key, lowered)
 
 
 def is_suppressed(session: Session, recipient: str) -> bool:
