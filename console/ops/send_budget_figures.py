@@ -48,7 +48,7 @@ def budget_figures(session: Session, settings: Settings, now: dt.datetime) -> Bu
     at = now.timestamp()
     if settings.send_rate is not None:
         policy = tb.BucketPolicy.of(settings.send_rate, settings.send_burst)
-        bucket = send_budget.read_bucket(session) or tb.Bucket(policy.burst, at)
+        bucket = send_budget.read_bucket(session) or tb.start(at)  # as the first claim will
         values.update(rate=policy.rate, effective_rate=tb.effective_rate(policy, bucket, at))
         values["tokens"] = tb.refill(policy, bucket, at).tokens
     if settings.send_daily_quota is not None:

@@ -97,6 +97,7 @@ class Worker:
         self._reconnects_counted = 0
         self.started_at = clock()
         self._housekept_at: dt.datetime | None = None
+        self._waiting_for_tokens = False  # the last claim found the send rate's bucket empty
         self._crash_if = CrashPoint(crash_at)
         self._stopping = threading.Event()
         self._runner = asyncio.Runner()
@@ -156,7 +157,8 @@ class Worker:
             log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
         report.claimed = len(leased)
         if not leased:
-            await self.transport.close()  # idle: do not keep connections the relay will drop
+            if not self._waiting_for_tokens:  # idle: no connections for the relay to drop
+                await self.transport.close()  # (waiting for the send rate, keep them warm)
             return report
         self._crash_if("claimed")
         await self._send_batch(leased, report)
@@ -173,6 +175,7 @@ class Worker:
             if self.budget:  # the shared rate and quota: critical takes tokens first
                 limits, granted = self.budget.lane_limits(session, now, limits, batch_size)
                 batch_size = granted.batch_limit(batch_size)
+                self._waiting_for_tokens = batch_size == 0
             due = claims.lock_due(session, now, batch_size, limits)
             suppressed = claims.suppressed_among(session, {i.recipient.lower() for i in due})
             to_send, not_sent = [], []

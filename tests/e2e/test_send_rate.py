@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from console.models import Intent
+from console.models import Attempt, Intent
 from console.outbox import enqueue
 from console.store.database import make_engine, make_session_factory
 from console.store.state_tables import WorkerHeartbeat
@@ -116,20 +116,23 @@ def test_three_workers_share_the_send_rate_and_a_login_code_still_goes_first(
     assert len(records) == ORDERS + 1 and {r.result for r in records} == {"250"}
     times = [r.received_at for r in records]  # every receipt, from the first one on
     most, starts = busiest_second(times)
-    drain_seconds = max(times) - min(times)
     assert login_id is not None, "the login code was never enqueued"
     with session_factory() as session:
+        # the bucket guarantees token takes (claims) spaced by the rate; a cold first send
+        # may reach the server later than the warm ones, so the drain is timed from the claim
+        first_claim = session.execute(select(func.min(Attempt.started_at))).scalar_one()
+        drain_seconds = max(times) - first_claim.timestamp()
         login = session.get(Intent, login_id)
         accepted_after = (login.submitted_at - login.created_at).total_seconds()
         login_message_id = login.message_id
     (receipt,) = [r for r in records if r.message_id == login_message_id]
     print(
         f"busiest second {most} at {starts:.2f} s, drain {drain_seconds:.2f} s from the "
-        f"first receipt, login code accepted after {accepted_after:.3f} s, received "
-        f"{receipt.received_at - enqueued_at:.3f} s"
+        f"first claim to the last receipt, login code accepted after {accepted_after:.3f} s, "
+        f"received {receipt.received_at - enqueued_at:.3f} s"
     )
     assert most <= RATE + BURST, f"{most} messages in the second from {starts:.2f} s on"
-    # the bucket holds at most a burst when the first receipt arrives; the rest waits
+    # the bucket holds at most a burst at the first claim; the rest waits for tokens
     assert drain_seconds >= (ORDERS + 1 - BURST) / RATE, f"drained in {drain_seconds:.2f} s"
     assert accepted_after <= 1.0, f"the login code waited {accepted_after:.2f} s"
     assert receipt.received_at - enqueued_at <= 1.0, "received over a second after enqueue"

@@ -165,3 +165,23 @@ def test_without_limits_the_claim_runs_no_budget_statement(session_factory, make
     finally:
         event.remove(engine, "before_cursor_execute", seen)
     assert not [s for s in statements if "send_budget" in s or "send_count" in s]
+
+
+def test_a_worker_waiting_for_tokens_keeps_its_smtp_connection(session_factory, make_worker, clock):
+    from console.transports.smtp import SmtpTransport
+    from tests.support.smtp_server import ScriptedSMTPServer
+
+    enqueue_login_codes(session_factory, 3)
+    slow = tb.BucketPolicy.of(1.0)
+    with ScriptedSMTPServer() as server:
+        transport = SmtpTransport(server.url, timeout_seconds=5)
+        worker = make_worker(transport, budget=SendBudget(slow, None))
+        sends = []
+        for _ in range(18):  # 4.5 s: a token a second (none at first), a tick every 0.25 s
+            clock.advance(0.25)
+            sends.append(worker.run_once().claimed)
+        assert sum(sends) == 3 and 0 in sends
+        assert server.connections_opened == 1, "the waits for a token closed the connection"
+        clock.advance(1)
+        assert worker.run_once().claimed == 0  # nothing left to send: the connection goes
+        assert transport._idle == []
