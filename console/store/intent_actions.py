@@ -7,6 +7,8 @@ import datetime as dt
 from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
+from console.config import Settings
+from console.core.plurals import plural
 from console.mail.catalog import default_catalog
 from console.mail.template_settings import TemplateError
 from console.models import Intent, utcnow
@@ -22,6 +24,8 @@ from console.store.actions import (
 from console.store.audit import audit_values, write_audit
 from console.store.suppression_lookup import is_suppressed
 from console.vocabulary import DEAD, PENDING, REQUEUEABLE_STATUSES
+
+DEFAULT_MAX_ATTEMPTS = Settings.max_attempts  # CONSOLE_MAX_ATTEMPTS unless configured
 
 
 def suppression_warning(session: Session, recipient: str) -> str | None:
@@ -48,6 +52,29 @@ def _too_old_warning(row: Row, now: dt.datetime) -> str | None:
     )
 
 
+def _more_attempts_refused(cap: int) -> ActionRefused:
+    return ActionRefused(f"give it a whole number of more attempts, from 1 to {cap}")
+
+
+def more_attempts_from(text: str | None, cap: int) -> int | None:
+    """Read "give it N more attempts" from a form: None when the form has no such field.
+
+    ActionRefused unless N is a whole number from 1 to `cap` (CONSOLE_MAX_ATTEMPTS).
+    """
+    if text is None:
+        return None
+    text = text.strip()
+    if not text.isdigit() or len(text) > 6:
+        raise _more_attempts_refused(cap)
+    return _checked_more_attempts(int(text), cap)
+
+
+def _checked_more_attempts(more_attempts: int, cap: int) -> int:
+    if isinstance(more_attempts, bool) or not 1 <= more_attempts <= cap:
+        raise _more_attempts_refused(cap)
+    return more_attempts
+
+
 def requeue(
     session: Session,
     intent_id: int,
@@ -57,15 +84,24 @@ def requeue(
     expected_status: str | None = None,
     expected_version: str | None = None,
     now: dt.datetime | None = None,
+    more_attempts: int | None = None,
+    attempt_cap: int = DEFAULT_MAX_ATTEMPTS,
 ) -> ActionResult:
     """Make a failed, dead, ambiguous, expired or cancelled intent pending and due now.
 
     The attempt count is kept (it counts attempts), and so is the ``expires_at``
     the application set: once it has passed, the requeue is refused (the mail is
     no longer wanted; enqueue it again with a new key if it is).
+
+    Without `more_attempts`, an intent that reached the attempt or the age cap
+    gets one more attempt. With it (1 to `attempt_cap`, the configured
+    CONSOLE_MAX_ATTEMPTS), the worker retries it until it made that many more
+    (``attempts_granted``), past both caps; the audit entry records it.
     """
     now = now or utcnow()
     reason = required_reason(reason)
+    if more_attempts is not None:
+        more_attempts = _checked_more_attempts(more_attempts, attempt_cap)
     row = load_intent(session, intent_id, expected_status, now, expected_version)
     refuse_unless(row, REQUEUEABLE_STATUSES, "requeue")
     if row.params_scrubbed_at is not None:
@@ -80,6 +116,12 @@ def requeue(
             "still wanted"
         )
     values = due_now_values(now, f"requeued by {actor}")
+    details = None
+    if more_attempts is not None:
+        values["attempts_granted"] = row.attempt_count + more_attempts
+        more = plural(more_attempts, "more attempt")
+        values["status_reason"] = f"requeued by {actor} with {more}"
+        details = dict(more_attempts=more_attempts, attempts_granted=values["attempts_granted"])
     warnings = (suppression_warning(session, row.recipient), _too_old_warning(row, now))
     warning = "; ".join(text for text in warnings if text) or None
     return act(
@@ -90,6 +132,7 @@ def requeue(
         actor=actor,
         reason=reason,
         now=now,
+        details=details,
         warning=warning,
     )
 

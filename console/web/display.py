@@ -6,6 +6,7 @@ import datetime as dt
 
 from flask import Flask
 
+from console.core.plurals import noun_for, plural  # the views import them from here too
 from console.models import utcnow
 
 
@@ -32,16 +33,6 @@ def format_percent(fraction: float | None) -> str:
 def format_basis_points(basis_points: int) -> str:
     """Show a limit in basis points as a percentage, e.g. 30 -> "0.3 %"."""
     return f"{basis_points / 100:g} %"
-
-
-def plural(count: int, noun: str, many: str | None = None) -> str:
-    """Return "1 dead letter" or "3 dead letters" ("1 entry", "2 entries" with `many`)."""
-    return f"{count} {noun_for(count, noun, many)}"
-
-
-def noun_for(count: int, noun: str, many: str | None = None) -> str:
-    """Return the noun that agrees with `count`: "intent" for 1, "intents" (or `many`) else."""
-    return noun if count == 1 else (many or f"{noun}s")
 
 
 def format_timestamp(value: dt.datetime | None) -> str:

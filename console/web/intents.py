@@ -24,6 +24,7 @@ from console.store import (
 from console.vocabulary import LANES, OPERATOR, REQUEUEABLE_STATUSES, STATUSES, VIEWER
 from console.web import forms, next_step, security
 from console.web.auth import has_role, role_required
+from console.web.display import plural
 from console.web.extensions import current_settings, db
 from console.worker import wakeup
 
@@ -114,6 +115,7 @@ def _next_step(intent) -> next_step.NextStep:
         max_attempts=settings.max_attempts,
         max_age_seconds=settings.max_age_seconds,
         now=utcnow(),
+        attempts_granted=intent.attempts_granted,
     )
 
 
@@ -221,11 +223,16 @@ def _action_arguments() -> dict[str, str | None]:
 @bp.post("/<int:intent_id>/requeue")
 @role_required(OPERATOR)
 def requeue(intent_id: int):
+    cap = current_settings().max_attempts
     try:
-        result = intent_actions.requeue(db.session, intent_id, **_action_arguments())
+        more = intent_actions.more_attempts_from(request.form.get("more_attempts"), cap)
+        result = intent_actions.requeue(
+            db.session, intent_id, more_attempts=more, attempt_cap=cap, **_action_arguments()
+        )
     except actions.ActionRefused as exc:
         return _refused(intent_id, exc)
-    return _finish_action(intent_id, result, f"Requeued: {result.before_status} → pending.")
+    given = f", with {plural(more, 'more attempt')}" if more else ""
+    return _finish_action(intent_id, result, f"Requeued: {result.before_status} → pending{given}.")
 
 
 @bp.post("/<int:intent_id>/dead-letter")

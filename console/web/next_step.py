@@ -4,7 +4,9 @@ The worker gives an intent `CONSOLE_MAX_ATTEMPTS` attempts within
 `CONSOLE_MAX_AGE_SECONDS` of its creation; a transient failure of the attempt
 that reaches either cap makes it dead. A requeue keeps the count of attempts
 made (it counts attempts), so a requeued intent that used its attempts, or
-outlived the age cap, gets exactly one more try.
+outlived the age cap, gets exactly one more try, unless the operator gave it N
+more attempts: then the worker retries it until it made them
+(``attempts_granted``), past both caps.
 """
 
 from __future__ import annotations
@@ -32,6 +34,14 @@ class NextStep:
     useful_until: Deadline | None  # the earlier of the application's expiry and the max age
     expires_at: dt.datetime | None  # what the application set
     requeue_attempts: int | None  # how many attempts a requeue gives; None: no requeue
+    attempts_granted: int | None = None  # a requeue's "N more attempts": retried up to this
+    attempts_remaining: int | None = None  # after such a requeue: attempts left, the next included
+    capped: bool = False  # requeueable, and out of attempts or retry age: offer N more attempts
+
+    @property
+    def attempt_cap(self) -> int:
+        """The attempt count that ends the retries: the configured cap or the granted count."""
+        return max(self.max_attempts, self.attempts_granted or 0)
 
     @property
     def next_attempt_number(self) -> int:
@@ -44,13 +54,15 @@ class NextStep:
     @property
     def next_is_last(self) -> bool:
         """The next attempt is the last: a transient failure of it makes the intent dead."""
+        if self.attempts_remaining is not None:
+            return self.attempts_remaining <= 1
         return self.next_attempt_number >= self.max_attempts or (
             self.next_attempt_at is not None and self.next_attempt_at >= self.retries_stop_at
         )
 
     @property
     def attempts_used_up(self) -> bool:
-        return self.attempts_made >= self.max_attempts
+        return self.attempts_made >= self.attempt_cap
 
 
 def next_step(
@@ -65,6 +77,7 @@ def next_step(
     max_attempts: int,
     max_age_seconds: float,
     now: dt.datetime,
+    attempts_granted: int | None = None,
 ) -> NextStep:
     """Say what the worker will do with the intent next, and what a requeue would give it."""
     retries_stop_at = created_at + dt.timedelta(seconds=max_age_seconds)
@@ -74,10 +87,13 @@ def next_step(
         deadlines.append(Deadline(at, f"{template} max age {format_age(template_max_age_seconds)}"))
     if expires_at is not None:
         deadlines.append(Deadline(expires_at, "set by the application"))
-    requeue_attempts = None
+    cap = max(max_attempts, attempts_granted or 0)
+    past_age_cap = now >= retries_stop_at
+    requeue_attempts, capped = None, False
     if status in REQUEUEABLE_STATUSES:
-        left = max_attempts - attempt_count
-        requeue_attempts = 1 if left < 1 or now >= retries_stop_at else left
+        left = cap - attempt_count
+        capped = left < 1 or past_age_cap
+        requeue_attempts = 1 if capped else left
     return NextStep(
         status=status,
         attempts_made=attempt_count,
@@ -87,4 +103,20 @@ def next_step(
         useful_until=min(deadlines, key=lambda deadline: deadline.at) if deadlines else None,
         expires_at=expires_at,
         requeue_attempts=requeue_attempts,
+        attempts_granted=attempts_granted,
+        attempts_remaining=_granted_left(
+            status, attempt_count, attempts_granted, max_attempts, past_age_cap
+        ),  # fmt: skip
+        capped=capped,
     )
+
+
+def _granted_left(
+    status: str, made: int, granted: int | None, max_attempts: int, past_age_cap: bool
+) -> int | None:
+    """Attempts left to a pending intent an operator gave more (the next one included)."""
+    if granted is None or status not in (PENDING, SENDING):
+        return None
+    # past the age cap the grant alone counts; the next attempt is made in any case
+    cap = granted if past_age_cap else max(max_attempts, granted)
+    return max(cap - made, 0 if status == SENDING else 1)

@@ -90,14 +90,14 @@ def test_intent_page_shows_the_expiry_and_the_template_max_age(console_client, a
     assert f"{expires:%Y-%m-%d %H:%M:%S} UTC" in page
 
 
-def test_requeue_of_a_capped_intent_says_it_gets_exactly_one_more_try(
+def test_requeue_of_a_capped_intent_offers_more_attempts_and_without_them_gives_one(
     app, console_client, add_intent
 ):
     dead = add_intent("dead", attempt_count=8, status_reason="gave up after 8 attempts")
     client = console_client("operator")
     page = text_of(client.get(f"/intents/{dead}").text)
     assert "used all 8 attempts" in page
-    assert "a requeue gives it 1 more attempt" in page
+    assert "Give it more attempts (1 to 8)" in page
     form = {"reason": "relay fixed", "expected_status": "dead", "csrf_token": client.csrf_token}
     response = client.post(f"/intents/{dead}/requeue", data=form)
     assert response.status_code == 303
