@@ -52,8 +52,46 @@ def test_operator_sees_the_outcome_and_what_a_requeue_gives(live_console, consol
 
     row.locator("a").first.click()
     expect(page.locator("#next-step")).to_contain_text("8 of 8 used")
-    expect(page.locator("#requeue-budget")).to_contain_text("a requeue gives it 1 more attempt")
+    expect(page.locator("#requeue-budget")).to_contain_text("used all 8 attempts")
+    expect(page.locator("#more-attempts")).to_contain_text("Give it more attempts (1 to 8)")
+    expect(page.locator("#requeue-form input[name=more_attempts]")).to_have_value("3")
     page.fill("#requeue-form textarea[name=reason]", "relay fixed")
     page.click("#requeue-form button")
     expect(page.locator("#intent-status")).to_have_text("pending")
-    expect(page.locator("#next-attempt")).to_contain_text("attempt 9 of 8 — the last one")
+    expect(page.locator("body")).to_contain_text("pending, with 3 more attempts")
+    expect(page.locator("#next-attempt")).to_contain_text(
+        "attempt 9 of 11: 3 attempts remain, given by a requeue"
+    )
+    assert page.url.endswith(f"/intents/{intent_id}"), "post/redirect/get"
+
+
+def test_operator_gives_a_capped_intent_n_more_attempts(live_console, console_page):
+    page = console_page
+    intent_id = make_capped(live_console, "order-9302:confirmation")
+    log_in(page, live_console, "olga")
+    page.goto(live_console.url(f"/intents/{intent_id}"))
+    page.fill("#requeue-form input[name=more_attempts]", "1")
+    page.fill("#requeue-form textarea[name=reason]", "one last try")
+    page.click("#requeue-form button")
+    expect(page.locator("#intent-status")).to_have_text("pending")
+    expect(page.locator("#next-attempt")).to_contain_text(
+        "attempt 9 of 9: 1 attempt remains, given by a requeue — the last one"
+    )
+    with live_console.app.app_context():
+        granted = db.session.get(Intent, intent_id).attempts_granted
+    assert granted == 9
+
+
+def test_a_requeue_refuses_more_attempts_than_the_cap(live_console, console_page):
+    page = console_page
+    intent_id = make_capped(live_console, "order-9303:confirmation")
+    log_in(page, live_console, "olga")
+    page.goto(live_console.url(f"/intents/{intent_id}"))
+    field = page.locator("#requeue-form input[name=more_attempts]")
+    field.evaluate("input => input.removeAttribute('max')")  # what a hand-made request could send
+    field.fill("9")
+    page.fill("#requeue-form textarea[name=reason]", "many more")
+    page.click("#requeue-form button")
+    expect(page.locator("body")).to_contain_text("from 1 to 8")
+    expect(page.locator("#intent-status")).to_have_text("dead")
+    assert page.url.endswith(f"/intents/{intent_id}")
