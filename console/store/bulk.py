@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from console.core.plurals import plural
 from console.models import AuditEntry, Intent, Suppression, utcnow
 from console.store.actions import ActionRefused, apply_in_chunks, due_now_values, required_reason
 from console.store.search_filters import SearchFilters
@@ -60,7 +61,8 @@ class BulkPreview:
         if self.eligible > self.limit:
             parts.append(f"{self.eligible - self.limit} more left for another run")
         if self.suppressed_skipped:
-            parts.append(f"{self.suppressed_skipped} suppressed recipients skipped")
+            recipients = plural(self.suppressed_skipped, "suppressed recipient")
+            parts.append(f"{recipients} skipped")
         if self.scrubbed_skipped:
             parts.append(f"{self.scrubbed_skipped} with params removed by retention skipped")
         if self.expired_skipped:
@@ -211,7 +213,7 @@ class BulkConfirmation:
         verb = {"requeue": "requeued", "dead_letter": "dead-lettered"}[self.action]
         return (
             f"already confirmed by {self.actor} at {self.confirmed_at:%Y-%m-%d %H:%M:%S} UTC: "
-            f"{verb} {self.acted} intents"
+            f"{verb} {plural(self.acted, 'intent')}"
         )
 
 

@@ -22,6 +22,7 @@ from sqlalchemy import delete, func, null, or_, select, update
 from sqlalchemy.orm import Session
 
 from console.core.address_hash import address_hash, replace_address
+from console.core.plurals import plural
 from console.models import AuditEntry, Intent, ProviderEvent, Suppression, utcnow
 from console.store.actions import ActionRefused, StaleAction, required_reason
 from console.store.address_redaction import (
@@ -231,14 +232,18 @@ def forget(
 
 def summary(report: ErasureReport) -> str:
     """One paragraph saying what an erasure did, naming the address by its hash only."""
+    intents = plural(report.intents_deleted, "intent")
+    events = plural(report.events_deleted, "provider event")
+    entries = plural(report.audit_entries, "audit entry", "audit entries")
+    name = "names" if report.audit_entries == 1 else "name"
     lines = [
-        f"forgot {report.token}: deleted {report.intents_deleted} intents "
-        f"({report.cancelled} cancelled first) and {report.events_deleted} provider events; "
-        f"{report.audit_entries} audit entries now name {report.token}",
+        f"forgot {report.token}: deleted {intents} ({report.cancelled} cancelled first) "
+        f"and {events}; {entries} now {name} {report.token}",
         f"suppression kept as {report.token}" if report.suppression_kept else "not suppressed",
     ]
     if report.params_scrubbed:
-        lines.append(f"params scrubbed from {report.params_scrubbed} intents to other people")
+        scrubbed = plural(report.params_scrubbed, "intent")
+        lines.append(f"params scrubbed from {scrubbed} to other people")
     if report.unsent_elsewhere:
         named = ", ".join(str(i) for i in report.unsent_elsewhere[:LISTED])
         lines.append(f"unsent intents to other people still quote the address: {named}")

@@ -396,7 +396,7 @@ def test_bulk_requeue_previews_then_acts_once_after_confirmation(app, console_cl
     world = _bulk_world(app, add_intent)
     preview = client.get("/intents/bulk?action=requeue&q=campaign")
     assert preview.status_code == 200
-    assert "requeues 4; 1 suppressed recipients skipped; 3 already submitted" in preview.text
+    assert "requeues 4; 1 suppressed recipient skipped; 3 already submitted" in preview.text
     assert all(intent_row(app, i).status == "failed" for i in world["failed"])
 
     form = dict(
