@@ -27,6 +27,8 @@ def log_decision(
     level = logging.ERROR if decision.alert else logging.INFO
     if outcome == ACCEPTED and not decision.alert:
         level = logging.DEBUG
+    if not log.isEnabledFor(level):  # an acceptance at INFO: nothing is built
+        return
     retry_in_seconds = None
     if decision.next_attempt_at is not None and now is not None:
         retry_in_seconds = round((decision.next_attempt_at - now).total_seconds(), 3)
@@ -78,4 +80,15 @@ def log_stale_attempt(intent_id: int, attempt_id: int, outcome: str) -> None:
         attempt_id,
         outcome,
         extra=dict(intent_id=intent_id, attempt_id=attempt_id, outcome=outcome),
+    )
+
+
+def log_batch(worker_id: str, claimed: int, statuses: dict[str, int], seconds: float) -> None:
+    """One INFO line per batch sent: how many, where they went, how long it took."""
+    log.info(
+        "batch sent: claimed=%s %s in %.3f s",
+        claimed,
+        " ".join(f"{status}={count}" for status, count in sorted(statuses.items())),
+        seconds,
+        extra=dict(worker_id=worker_id, count=claimed, elapsed_ms=round(seconds * 1000, 1)),
     )

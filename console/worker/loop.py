@@ -15,6 +15,7 @@ import datetime as dt
 import logging
 import random as _random
 import threading
+import time
 from collections.abc import Callable
 
 from sqlalchemy import Connection, Engine
@@ -37,7 +38,12 @@ from console.transports.smtp import envelope_address
 from console.vocabulary import CLAIMED, DATA_SENT, ENVELOPE, PENDING
 from console.worker.compose import compose
 from console.worker.crash_points import CrashPoint
-from console.worker.decision_log import log_decision, log_expired_lease, log_stale_attempt
+from console.worker.decision_log import (
+    log_batch,
+    log_decision,
+    log_expired_lease,
+    log_stale_attempt,
+)
 from console.worker.decisions import SendDecisions
 from console.worker.eligibility import EligibilityPolicy
 from console.worker.guard import GuardPolicy, SendGuard
@@ -161,7 +167,9 @@ class Worker:
                 await self.transport.close()  # (waiting for the send rate, keep them warm)
             return report
         self._crash_if("claimed")
+        started = time.perf_counter()
         await self._send_batch(leased, report)
+        log_batch(self.worker_id, report.claimed, report.statuses, time.perf_counter() - started)
         return report
 
     def _claim(self, now: dt.datetime):

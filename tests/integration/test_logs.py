@@ -264,3 +264,20 @@ def test_database_errors_lose_their_parameters_and_row_values(captured, error):
     text = captured.getvalue()
     assert "ann.private" not in text and "asked twice" not in text
     assert logs.ROW_DATA_REDACTED in lines(captured)[0]["msg"]
+
+
+def test_a_batch_writes_one_info_line_and_no_line_per_acceptance(session_factory, captured):
+    from console.transports.memory import MemoryTransport
+    from tests.support.orders import enqueue_orders
+    from tests.support.workers import build_worker
+
+    enqueue_orders(session_factory, ["a@example.com", "b@example.com", "c@example.com"])
+    worker = build_worker(session_factory, MemoryTransport())
+    try:
+        worker.run_once()
+    finally:
+        worker.close()
+    entries = [e for e in lines(captured) if e["logger"] == "console.worker.loop"]
+    (batch,) = [e for e in entries if e["msg"].startswith("batch sent")]
+    assert batch["count"] == 3 and "submitted=3" in batch["msg"] and "elapsed_ms" in batch
+    assert not [e for e in entries if "intent_id" in e], "acceptances stay at DEBUG"
