@@ -20,10 +20,15 @@ class SerialWrites:
     the body must wait for it anyway, so it is committed inline.) ``post`` hands a
     write over without waiting for it and without waking the event loop when it is
     done; ``drain`` waits for every write posted so far and raises the first error.
+
+    On SQLite a write is local work, not a round trip, and a thread would only contend
+    for the GIL with the event loop: the writes then run at once, in the caller's thread
+    (measured in docs/benchmarks.md), with the same order and the same error handling.
     """
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._inline = engine.dialect.name == "sqlite"
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-writes")
         self._connection: Connection | None = None
         self._errors: list[BaseException] = []
@@ -33,11 +38,15 @@ class SerialWrites:
 
         An error is kept for the next ``drain``; the writes after it still run.
         """
-        self._executor.submit(self._call_keeping_errors, function, args)
+        if self._inline:
+            self._call_keeping_errors(function, args)
+        else:
+            self._executor.submit(self._call_keeping_errors, function, args)
 
     async def drain(self) -> None:
         """Wait until every write posted so far is done; raise the first error among them."""
-        await asyncio.get_running_loop().run_in_executor(self._executor, _nothing)
+        if not self._inline:
+            await asyncio.get_running_loop().run_in_executor(self._executor, _nothing)
         if self._errors:
             first, self._errors = self._errors[0], []
             raise first
@@ -64,7 +73,10 @@ class SerialWrites:
 
     async def release_connection(self) -> None:
         """Give the connection back to the pool between batches."""
-        await asyncio.get_running_loop().run_in_executor(self._executor, self._close)
+        if self._inline:
+            self._close()
+        else:
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._close)
 
     def shutdown(self) -> None:
         self._executor.submit(self._close).result()

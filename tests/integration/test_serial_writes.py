@@ -42,3 +42,29 @@ def test_a_failed_write_is_raised_by_drain_and_the_writes_after_it_still_run(tmp
     asyncio.run(batch())
     assert done == ["after"]
     writes.shutdown()
+
+
+def test_on_sqlite_the_writes_run_at_once_in_the_callers_thread(tmp_path):
+    import threading
+
+    writes = SerialWrites(make_engine(f"sqlite:///{tmp_path / 'w.db'}"))
+    threads: list[threading.Thread] = []
+    writes.post(lambda connection: threads.append(threading.current_thread()))
+    assert threads == [threading.current_thread()], "done before post returned"
+    writes.shutdown()
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_writes_run_in_a_thread_of_their_own(postgres_url):
+    import threading
+
+    writes = SerialWrites(make_engine(postgres_url))
+    threads: list[threading.Thread] = []
+
+    async def batch() -> None:
+        writes.post(lambda connection: threads.append(threading.current_thread()))
+        await writes.drain()
+
+    asyncio.run(batch())
+    assert threads and threads[0] is not threading.current_thread()
+    writes.shutdown()
