@@ -128,6 +128,7 @@ def serve_command(host: str, port: int) -> None:
 @with_appcontext
 def prune_command(days: float | None, batch_size: int | None) -> None:
     """Scrub finished mail past the retention period; delete it past the deletion horizon."""
+    from console.core.plurals import plural
     from console.ops.retention import prune
     from console.web.extensions import db
 
@@ -140,11 +141,14 @@ def prune_command(days: float | None, batch_size: int | None) -> None:
         address_key=settings.secret_key,
     )
     click.echo(
-        f"scrubbed {report.intents_scrubbed} intents, trimmed {report.attempts_trimmed} "
-        f"attempt replies and {report.events_trimmed} event payloads; "
-        f"deleted {report.intents_deleted} intents and {report.events_deleted} unmatched "
-        f"events; cleared {report.suppression_notes_cleared} suppression notes; hashed "
-        f"{report.audit_targets_hashed} audit targets; in {report.batches} batches"
+        f"scrubbed {plural(report.intents_scrubbed, 'intent')}, trimmed "
+        f"{plural(report.attempts_trimmed, 'attempt reply', 'attempt replies')} and "
+        f"{plural(report.events_trimmed, 'event payload')}; deleted "
+        f"{plural(report.intents_deleted, 'intent')} and "
+        f"{plural(report.events_deleted, 'unmatched event')}; cleared "
+        f"{plural(report.suppression_notes_cleared, 'suppression note')}; hashed "
+        f"{plural(report.audit_targets_hashed, 'audit target')}; in "
+        f"{plural(report.batches, 'batch', 'batches')}"
     )
 
 

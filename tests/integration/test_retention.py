@@ -135,7 +135,7 @@ def test_prune_command_reports_what_it_did(db_url, tmp_path):
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    assert "scrubbed 1 intents, trimmed 1 attempt replies and 1 event payloads" in result.stdout
+    assert "scrubbed 1 intent, trimmed 1 attempt reply and 1 event payload" in result.stdout
     with Session(engine) as session:
         scrubbed = session.execute(select(Intent).where(Intent.params.is_(None))).scalars().all()
         assert len(scrubbed) == 1 and scrubbed[0].created_at < NOW - dt.timedelta(days=30)

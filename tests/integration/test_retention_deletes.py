@@ -238,4 +238,4 @@ def test_the_daily_job_and_the_prune_command_read_the_horizon(db_url, session_fa
         timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "deleted 1 intents and 0 unmatched events" in result.stdout
+    assert "deleted 1 intent and 0 unmatched events" in result.stdout
