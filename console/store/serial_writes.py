@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -22,8 +23,10 @@ class SerialWrites:
     done; ``drain`` waits for every write posted so far and raises the first error.
 
     On SQLite a write is local work, not a round trip, and a thread would only contend
-    for the GIL with the event loop: the writes then run at once, in the caller's thread
-    (measured in docs/benchmarks.md), with the same order and the same error handling.
+    for the GIL with the event loop: the writes then run in the event loop's thread, as
+    soon as the sending coroutine waits for the relay's next reply (``call_soon``), so
+    they fill that wait; the same order and the same error handling (measured in
+    docs/benchmarks.md).
     """
 
     def __init__(self, engine: Engine) -> None:
@@ -32,6 +35,8 @@ class SerialWrites:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-writes")
         self._connection: Connection | None = None
         self._errors: list[BaseException] = []
+        self._pending: collections.deque[tuple[Callable[..., Any], tuple]] = collections.deque()
+        self._scheduled = False  # a run of the pending writes is due in the event loop
 
     def post(self, function: Callable[..., Any], *args: Any) -> None:
         """Run ``function(connection, *args)`` after every write before it; do not wait.
@@ -39,17 +44,36 @@ class SerialWrites:
         An error is kept for the next ``drain``; the writes after it still run.
         """
         if self._inline:
-            self._call_keeping_errors(function, args)
+            self._pending.append((function, args))
+            self._schedule_pending()
         else:
             self._executor.submit(self._call_keeping_errors, function, args)
 
     async def drain(self) -> None:
         """Wait until every write posted so far is done; raise the first error among them."""
-        if not self._inline:
+        if self._inline:
+            self._run_pending()
+        else:
             await asyncio.get_running_loop().run_in_executor(self._executor, _nothing)
         if self._errors:
             first, self._errors = self._errors[0], []
             raise first
+
+    def _schedule_pending(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop: nothing to overlap, write now
+            self._run_pending()
+            return
+        if not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(self._run_pending)
+
+    def _run_pending(self) -> None:
+        self._scheduled = False
+        while self._pending:
+            function, args = self._pending.popleft()
+            self._call_keeping_errors(function, args)
 
     def _call_keeping_errors(self, function: Callable[..., Any], args: tuple) -> None:
         try:
@@ -74,11 +98,13 @@ class SerialWrites:
     async def release_connection(self) -> None:
         """Give the connection back to the pool between batches."""
         if self._inline:
+            self._run_pending()
             self._close()
         else:
             await asyncio.get_running_loop().run_in_executor(self._executor, self._close)
 
     def shutdown(self) -> None:
+        self._run_pending()
         self._executor.submit(self._close).result()
         self._executor.shutdown()
 

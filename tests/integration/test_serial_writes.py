@@ -44,13 +44,19 @@ def test_a_failed_write_is_raised_by_drain_and_the_writes_after_it_still_run(tmp
     writes.shutdown()
 
 
-def test_on_sqlite_the_writes_run_at_once_in_the_callers_thread(tmp_path):
+def test_on_sqlite_the_writes_run_in_the_loops_thread_while_the_sender_waits(tmp_path):
     import threading
 
     writes = SerialWrites(make_engine(f"sqlite:///{tmp_path / 'w.db'}"))
     threads: list[threading.Thread] = []
-    writes.post(lambda connection: threads.append(threading.current_thread()))
-    assert threads == [threading.current_thread()], "done before post returned"
+
+    async def batch() -> None:
+        writes.post(lambda connection: threads.append(threading.current_thread()))
+        assert threads == [], "not before the sender yields"
+        await asyncio.sleep(0)  # as while waiting for the relay's reply
+        assert threads == [threading.current_thread()]
+
+    asyncio.run(batch())
     writes.shutdown()
 
 
