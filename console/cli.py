@@ -72,13 +72,9 @@ def main() -> None:
 @main.command("worker")
 def worker_command() -> None:
     """Send queued mail until SIGTERM or SIGINT, then record what is in flight and exit."""
-    from console.worker.standalone import run_worker, worker_settings
+    from console.worker.standalone import main as worker_main
 
-    try:
-        settings = worker_settings()
-    except ConfigError as error:
-        raise click.ClickException(str(error)) from None
-    run_worker(settings)
+    worker_main()
 
 
 def _interrupt(signum: int, frame: object) -> None:

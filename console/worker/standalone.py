@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import signal
+import sys
 import threading
 from collections.abc import Callable
 
@@ -32,6 +33,18 @@ def worker_settings() -> Settings:
     logs.configure_logging(secrets=logs.settings_secrets(settings), level=settings.log_level)
     outbox.configure(settings)  # the address key of hashed suppressions, the templates
     return settings
+
+
+def main() -> None:
+    """``console worker``: a bad setting is one line naming it on stderr and exit status 1."""
+    from console.config import ConfigError
+
+    try:
+        settings = worker_settings()
+    except ConfigError as error:
+        print(f"Error: {error}", file=sys.stderr)
+        raise SystemExit(1) from None
+    run_worker(settings)
 
 
 def run_worker(settings: Settings) -> None:

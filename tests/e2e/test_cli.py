@@ -121,10 +121,11 @@ def test_a_bad_setting_stops_worker_and_prune_with_one_line_naming_it(sqlite_url
 
 
 def test_the_worker_starts_without_building_the_web_app(tmp_path):
-    """`console worker` imports neither the app factory nor the console's blueprints."""
+    """`console worker` imports neither Flask, nor the app factory, nor the blueprints."""
     probe = (
-        "import sys, console.cli, console.worker.standalone;"
-        "print(sorted(m for m in sys.modules if m == 'console.app' or m.startswith('console.web')))"
+        "import sys, console.entry, console.worker.standalone;"
+        "print(sorted(m for m in sys.modules if m in ('flask', 'console.app', 'console.cli')"
+        " or m.startswith('console.web')))"
     )
     python = os.path.join(os.path.dirname(CONSOLE), "python")
     result = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
