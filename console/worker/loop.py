@@ -29,13 +29,13 @@ from console.core.send_result import SendResult
 from console.mail.catalog import TemplateCatalog, catalog_for, default_catalog
 from console.models import utcnow
 from console.ops import metrics
-from console.store import attempt_records, claims, suppression_lookup
+from console.store import claims
 from console.store.database import make_engine, make_session_factory
 from console.store.serial_writes import SerialWrites
-from console.transports.base import OutgoingEmail, Transport
+from console.transports.base import Transport
 from console.transports.factory import make_transport
 from console.transports.smtp import envelope_address
-from console.vocabulary import CLAIMED, DATA_SENT, ENVELOPE, PENDING
+from console.vocabulary import CLAIMED, PENDING
 from console.worker.compose import compose
 from console.worker.crash_points import CrashPoint
 from console.worker.decision_log import (
@@ -51,19 +51,11 @@ from console.worker.housekeeping import housekeeping, new_worker_id
 from console.worker.outcome_writer import OutcomeWriter
 from console.worker.send_budget import SendBudget
 from console.worker.settings import WorkerSettings
+from console.worker.stage_marks import SUPPRESSED_BEFORE_BODY, StageMarks, SuppressedBeforeBody
 from console.worker.tick import FinishedAttempt, TickReport
 
 log = logging.getLogger(__name__)
 HOUSEKEEPING_INTERVAL = dt.timedelta(seconds=1)
-SUPPRESSED_BEFORE_BODY = "recipient suppressed before its body was sent (envelope reset)"
-
-
-class LeaseLost(RuntimeError):
-    """The lease-expiry sweep took this attempt back before its body was handed over."""
-
-
-class SuppressedBeforeBody(RuntimeError):
-    """The recipient was put on the suppression list after the claim, before the body."""
 
 
 class Worker:
@@ -86,7 +78,6 @@ class Worker:
     ) -> None:
         self.session_factory = session_factory
         self._writes = SerialWrites(session_factory.kw["bind"])
-        self._marks: Connection | None = None
         self.transport = transport
         self.settings = settings
         self._envelope_from = envelope_address(settings.mail_from)
@@ -105,6 +96,7 @@ class Worker:
         self._housekept_at: dt.datetime | None = None
         self._waiting_for_tokens = False  # the last claim found the send rate's bucket empty
         self._crash_if = CrashPoint(crash_at)
+        self._stages = StageMarks(session_factory.kw["bind"], self._crash_if)
         self._stopping = threading.Event()
         self._runner = asyncio.Runner()
         self._owned_engine: Engine | None = None
@@ -245,9 +237,7 @@ class Worker:
         finally:
             await self._writes.drain()  # every record of the batch, in order
             await self._writes.release_connection()
-            if self._marks is not None:
-                self._marks.close()
-                self._marks = None
+            self._stages.close()
             self._count_reconnects()
         report.released = self._release(list(waiting), held_back)
 
@@ -326,7 +316,7 @@ class Worker:
         )
         if isinstance(email, SendResult):
             return email
-        return await self.transport.send(email, self._on_stage)
+        return await self.transport.send(email, self._stages.on_stage)
 
     def _record(self, connection: Connection, outcome: FinishedAttempt, report: TickReport):
         """T2 of one attempt, then its log line; on the writes thread, in send order."""
@@ -346,22 +336,3 @@ class Worker:
             outcome.result.code,
             outcome.now,
         )
-
-    async def _on_stage(self, email: OutgoingEmail, stage: str) -> None:
-        if stage == ENVELOPE:
-            self._crash_if("envelope")
-        if stage != DATA_SENT:
-            return
-        marks = self._mark_connection()
-        forms = suppression_lookup.recipient_forms(email.recipient)
-        if not attempt_records.mark_data_sent_unless_suppressed(marks, email.attempt_id, forms):
-            if suppression_lookup.is_suppressed_now(marks, email.recipient):
-                raise SuppressedBeforeBody(f"{email.recipient} was suppressed after the claim")
-            raise LeaseLost(f"attempt {email.attempt_id} was swept before its body was sent")
-        self._crash_if("data_sent")
-
-    def _mark_connection(self) -> Connection:
-        """The connection of this batch's DATA_SENT marks, in the event loop's thread."""
-        if self._marks is None:
-            self._marks = attempt_records.writer(self.session_factory.kw["bind"])
-        return self._marks

@@ -105,9 +105,9 @@ def timed(count: int, function) -> Run:
     return Run(count / elapsed, 1000 * cpu / count)
 
 
-def drain_with_worker(url: str, smtp_url: str, count: int, connections: int) -> Run:
-    """Enqueue `count` intents, then time the worker (as `console worker` runs it) until
-    all are submitted."""
+def worker_with_backlog(url: str, smtp_url: str, count: int, connections: int):
+    """Enqueue `count` orders; return the engine, its session factory and a worker set up
+    as `console worker` runs (the breaker on) over `connections` SMTP connections."""
     engine = make_engine(url)
     session_factory = make_session_factory(engine)
     enqueue_orders(session_factory, count)
@@ -118,6 +118,12 @@ def drain_with_worker(url: str, smtp_url: str, count: int, connections: int) -> 
     )
     transport = SmtpTransport(smtp_url, connections=connections, timeout_seconds=30)
     worker = Worker(session_factory, transport, settings, guard_policy=GuardPolicy())
+    return engine, session_factory, worker
+
+
+def drain_with_worker(url: str, smtp_url: str, count: int, connections: int) -> Run:
+    """Enqueue `count` intents, then time the worker until all are submitted."""
+    engine, session_factory, worker = worker_with_backlog(url, smtp_url, count, connections)
 
     def drain() -> None:
         while worker.run_once().claimed:

@@ -1,8 +1,8 @@
 """Profile: the worker's CPU per message, broken down by phase, over one drain.
 
 Each phase's functions are wrapped to add up the CPU time of the thread that runs
-them (``time.thread_time``): the claim (T1), the suppression check before a send,
-compose (render + header checks + serialize), the ``data_sent`` mark, the record
+them (``time.thread_time``): the claim (T1), compose (render + header checks +
+serialize), the ``data_sent`` mark (with its suppression check), the record
 (T2, on the writes thread), logging, metrics, and the decision (classify + retry
 policy). What the event loop's thread spends outside them is the transport (aiosmtplib,
 asyncio). Figures are CPU milliseconds per message of this process; the sink runs in
@@ -29,21 +29,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.bench.bench_send import (  # noqa: E402
-    MAIL_FROM,
-    database_url,
-    enqueue_orders,
-)
+from tests.bench.bench_send import database_url, worker_with_backlog  # noqa: E402
 from tests.support import pgcluster  # noqa: E402
 from tests.support.smtp_server import SubprocessSMTPServer  # noqa: E402
 
 PHASES = (
     ("claim (T1)", "console.worker.loop", "Worker._claim"),
     ("housekeeping", "console.worker.loop", "Worker._housekeeping"),
-    ("suppression check", "console.worker.loop", "suppression_lookup.is_suppressed_now"),
     ("compose", "console.worker.loop", "compose"),
     ("serialize", "console.mail.serialize", "serialize_message"),
-    ("data_sent mark", "console.worker.loop", "Worker._on_stage"),
+    ("data_sent mark", "console.worker.stage_marks", "StageMarks.on_stage"),
     ("decision", "console.worker.loop", "classify"),
     ("decision", "console.worker.decisions", "SendDecisions.after_attempt"),
     ("record (T2)", "console.worker.outcome_writer", "OutcomeWriter.write"),
@@ -138,24 +133,7 @@ def process_cpu_seconds() -> float:
 
 def profile_drain(url: str, smtp_url: str, count: int, connections: int) -> dict:
     """Drain `count` order confirmations with phase clocks on; CPU ms per message."""
-    from console.core.backoff import Backoff
-    from console.core.lifecycle import RetryPolicy
-    from console.store.database import make_engine, make_session_factory
-    from console.transports.smtp import SmtpTransport
-    from console.worker.guard import GuardPolicy
-    from console.worker.loop import Worker
-    from console.worker.settings import WorkerSettings
-
-    engine = make_engine(url)
-    session_factory = make_session_factory(engine)
-    enqueue_orders(session_factory, count)
-    settings = WorkerSettings(
-        mail_from=MAIL_FROM,
-        retry=RetryPolicy(Backoff(30, 3600, 5), 8, 86400),
-        concurrency=connections,
-    )
-    transport = SmtpTransport(smtp_url, connections=connections, timeout_seconds=30)
-    worker = Worker(session_factory, transport, settings, guard_policy=GuardPolicy())
+    engine, _, worker = worker_with_backlog(url, smtp_url, count, connections)
     clock = PhaseClock()
     with instrumented(clock):
         cpu_started, main_started = process_cpu_seconds(), time.thread_time()
