@@ -45,14 +45,20 @@ def compose(
     except UnsafeHeader as error:
         return SendResult(stage=CLAIMED, error=str(error)[:500], error_type=UNSAFE_HEADER)
 
+    serialized: list[bytes] = []  # built once, by whoever asks first
+
     def as_bytes() -> bytes:
-        return serialize_message(
-            mail_from=mail_from,
-            recipient=intent.recipient,
-            message_id=intent.message_id,
-            parts=parts,
-            date=date,
-        )
+        if not serialized:
+            serialized.append(
+                serialize_message(
+                    mail_from=mail_from,
+                    recipient=intent.recipient,
+                    message_id=intent.message_id,
+                    parts=parts,
+                    date=date,
+                )
+            )
+        return serialized[0]
 
     return OutgoingEmail(
         intent_id=intent.id,

@@ -32,11 +32,12 @@ from console.ops import metrics
 from console.store import claims
 from console.store.database import make_engine, make_session_factory
 from console.store.serial_writes import SerialWrites
-from console.transports.base import Transport
+from console.transports.base import OutgoingEmail, Transport
 from console.transports.factory import make_transport
 from console.transports.smtp import envelope_address
 from console.vocabulary import CLAIMED, PENDING
 from console.worker.compose import compose
+from console.worker.compose_ahead import ComposeAhead
 from console.worker.crash_points import CrashPoint
 from console.worker.decision_log import (
     log_batch,
@@ -96,7 +97,8 @@ class Worker:
         self._housekept_at: dt.datetime | None = None
         self._waiting_for_tokens = False  # the last claim found the send rate's bucket empty
         self._crash_if = CrashPoint(crash_at)
-        self._stages = StageMarks(session_factory.kw["bind"], self._crash_if)
+        self._ahead = ComposeAhead(self._compose, settings.concurrency)
+        self._stages = StageMarks(session_factory.kw["bind"], self._crash_if, self._ahead.schedule)
         self._stopping = threading.Event()
         self._runner = asyncio.Runner()
         self._owned_engine: Engine | None = None
@@ -232,9 +234,11 @@ class Worker:
                     await self._process(claim, report)
 
         lanes = min(self.settings.concurrency, len(leased))
+        self._ahead.start(waiting)
         try:
             await asyncio.gather(*(one_connection() for _ in range(lanes)))
         finally:
+            self._ahead.stop()
             await self._writes.drain()  # every record of the batch, in order
             await self._writes.release_connection()
             self._stages.close()
@@ -306,17 +310,20 @@ class Worker:
         return Decision(PENDING, f"waiting, not charged as an attempt: {reason}", due_at, True)
 
     async def _send(self, claim: claims.Claim) -> SendResult:
-        """Compose the email and hand it to the transport; a compose failure is its result."""
-        email = compose(
+        """Hand the claim's email to the transport; a compose failure is its result."""
+        email = self._ahead.take(claim)
+        if isinstance(email, SendResult):
+            return email
+        return await self.transport.send(email, self._stages.on_stage)
+
+    def _compose(self, claim: claims.Claim) -> OutgoingEmail | SendResult:
+        return compose(
             claim,
             self.catalog,
             mail_from=self.settings.mail_from,
             envelope_from=self._envelope_from,
             date=self.clock(),
         )
-        if isinstance(email, SendResult):
-            return email
-        return await self.transport.send(email, self._stages.on_stage)
 
     def _record(self, connection: Connection, outcome: FinishedAttempt, report: TickReport):
         """T2 of one attempt, then its log line; on the writes thread, in send order."""

@@ -5,6 +5,8 @@ check of the suppression list.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy import Connection, Engine
 
 from console.store import attempt_records, suppression_lookup
@@ -26,9 +28,12 @@ class SuppressedBeforeBody(RuntimeError):
 class StageMarks:
     """The transport's stage callback of one worker, on one connection per batch."""
 
-    def __init__(self, engine: Engine, crash_if: CrashPoint) -> None:
+    def __init__(
+        self, engine: Engine, crash_if: CrashPoint, after_mark: Callable[[], None] | None = None
+    ) -> None:
         self._engine = engine
         self._crash_if = crash_if
+        self._after_mark = after_mark  # called once the mark is committed, before the body
         self._connection: Connection | None = None
 
     async def on_stage(self, email: OutgoingEmail, stage: str) -> None:
@@ -46,6 +51,8 @@ class StageMarks:
                 raise SuppressedBeforeBody(f"{email.recipient} was suppressed after the claim")
             raise LeaseLost(f"attempt {email.attempt_id} was swept before its body was sent")
         self._crash_if("data_sent")
+        if self._after_mark is not None:
+            self._after_mark()
 
     def close(self) -> None:
         """Give the batch's connection back to the pool."""
