@@ -17,6 +17,7 @@ from console.core.classify import enhanced_status_of
 from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.core.send_result import SendResult
+from console.store import prepared as p
 from console.store import send_statements as s
 from console.store.claims import Claim
 from console.vocabulary import SUBMITTED
@@ -52,8 +53,13 @@ def mark_data_sent_unless_suppressed(
     """
     address, address_hash = recipient_forms[0], recipient_forms[-1]
     values = {"b_id": attempt_id, "b_address": address, "b_address_hash": address_hash}
-    marked = connection.execute(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, values).rowcount == 1
-    connection.commit()
+    if not p.runs_on(connection):
+        marked = connection.execute(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, values).rowcount == 1
+        connection.commit()
+        return marked
+    mark = p.prepared(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, connection.dialect)
+    marked = mark.execute(connection, values).rowcount == 1
+    p.commit(connection)
     return marked
 
 
@@ -86,6 +92,25 @@ def record_outcome(
         b_provider_message_id=result.provider_message_id,
         b_duration_ms=result.duration_ms,
     )
+    if not p.runs_on(connection):
+        return _record_with_core(connection, values)
+    dialect = connection.dialect
+    if dialect.name == "postgresql":
+        moved = p.prepared(s.RECORD_IF_MOVED, dialect).execute(connection, values)
+        recorded = moved.fetchone() is not None
+    else:
+        recorded = p.prepared(s.MOVE_LEASED_INTENT, dialect).execute(connection, values).rowcount
+        if recorded:
+            p.prepared(s.RECORD_ATTEMPT, dialect).execute(connection, values)
+    if recorded:
+        p.commit(connection)
+    else:
+        p.rollback(connection)
+    return bool(recorded)
+
+
+def _record_with_core(connection: Connection, values: dict) -> bool:
+    """``record_outcome`` inside a transaction already begun on `connection`."""
     if connection.dialect.name == "postgresql":
         recorded = connection.execute(s.RECORD_IF_MOVED, values).first() is not None
     else:

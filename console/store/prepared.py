@@ -1,0 +1,101 @@
+"""The send loop's per-message statements, compiled once and run on the driver's cursor.
+
+The ``data_sent`` mark and the compare-and-set record run once a message each,
+thousands of times a minute. ``Connection.execute`` spends about 25 µs a call
+looking the statement up in its compiled cache, building the parameters and
+wrapping the result: more than SQLite's own work for these statements
+(docs/benchmarks.md). A ``Prepared`` keeps SQLAlchemy's own compilation of the
+statement for the connection's dialect (its SQL and its bind processors, so each
+value is converted exactly as ``Connection.execute`` converts it) and runs it on
+the DBAPI cursor of the SQLAlchemy connection.
+
+It commits on the DBAPI connection too, so it is used only on a connection with no
+transaction of SQLAlchemy's own begun (``runs_on``); otherwise callers execute the
+Core statement as usual. A driver error is raised as SQLAlchemy's ``DBAPIError``
+without its parameters, as the engines raise it, and a broken connection is
+invalidated so that the pool does not hand it out again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql import ClauseElement
+
+
+class Prepared:
+    """A Core statement compiled once for a dialect, run on the DBAPI cursor."""
+
+    def __init__(self, statement: ClauseElement, dialect: Dialect) -> None:
+        compiled = statement.compile(dialect=dialect)
+        self._compiled = compiled
+        self._dialect = dialect
+        self.sql = compiled.string
+        self._processors = [
+            (compiled.bind_names[bind], processor)
+            for bind in compiled.binds.values()
+            if (processor := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
+        ]
+        self._positions = compiled.positiontup  # None for a named paramstyle
+
+    def parameters(self, values: dict[str, Any]) -> list[Any] | dict[str, Any]:
+        """The driver's parameters for `values`, converted as SQLAlchemy converts them."""
+        parameters = self._compiled.construct_params(values)
+        for name, process in self._processors:
+            parameters[name] = process(parameters[name])
+        if self._positions is None:
+            return parameters
+        return [parameters[name] for name in self._positions]
+
+    def execute(self, connection: Connection, values: dict[str, Any]) -> Any:
+        """Run the statement with `values` on `connection`'s DBAPI cursor; the cursor."""
+        dbapi_connection = connection.connection.dbapi_connection
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(self.sql, self.parameters(values))
+        except self._dialect.loaded_dbapi.Error as error:
+            raise self._wrapped(connection, error, dbapi_connection, cursor) from error
+        return cursor
+
+    def _wrapped(self, connection: Connection, error, dbapi_connection, cursor) -> DBAPIError:
+        if self._dialect.is_disconnect(error, dbapi_connection, cursor):
+            connection.invalidate(error)
+        return DBAPIError.instance(
+            self.sql,
+            None,
+            error,
+            self._dialect.loaded_dbapi.Error,
+            hide_parameters=True,
+            dialect=self._dialect,
+        )
+
+
+_prepared: dict[tuple[int, str, str, str], Prepared] = {}
+
+
+def prepared(statement: ClauseElement, dialect: Dialect) -> Prepared:
+    """The `Prepared` of a module-level `statement` for dialects like `dialect`."""
+    key = (id(statement), dialect.name, dialect.driver, dialect.paramstyle)
+    found = _prepared.get(key)
+    if found is None:
+        found = _prepared[key] = Prepared(statement, dialect)
+    return found
+
+
+def runs_on(connection: Connection) -> bool:
+    """True when a `Prepared` may run and commit on `connection`: no transaction of
+    SQLAlchemy's own is open on it (its work would be committed along)."""
+    return not connection.in_transaction()
+
+
+def commit(connection: Connection) -> None:
+    """Commit what `Prepared` statements did on `connection` (nothing in autocommit)."""
+    connection.connection.dbapi_connection.commit()
+
+
+def rollback(connection: Connection) -> None:
+    """Roll back what `Prepared` statements did on `connection`."""
+    connection.connection.dbapi_connection.rollback()
