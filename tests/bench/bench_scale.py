@@ -1,7 +1,8 @@
 """Scale-out on PostgreSQL: throughput, critical latency, enqueue overhead, RSS, /metrics cost.
 
-Everything runs against one throwaway PostgreSQL cluster and a subprocess SMTP
-sink that accepts every message, with real ``console worker`` processes:
+Everything runs against one throwaway PostgreSQL cluster and four subprocess SMTP
+sinks that accept every message (worker or client process N sends to sink N mod 4,
+so that one sink's process is not the limit), with real ``console worker`` processes:
 
 1. the bare-client ceiling: render + serialize + aiosmtplib ``sendmail`` in 1
    and in 4 plain processes, no database (what the hardware can send at all);
@@ -58,6 +59,7 @@ WORKER_SETTINGS = dict(
     CONSOLE_POLL_SECONDS="0.2", CONSOLE_BATCH_SIZE="50", CONSOLE_SMTP_CONNECTIONS="4"
 )
 LOGIN_CODE_SPACING_SECONDS = 0.2
+SINKS = 4  # SMTP sinks, each in a process of its own: worker N sends to sink N mod 4
 TARGETS = {
     "scaling": "4 processes >= 3x one",
     "critical_p99": "<= 1 s",
@@ -74,7 +76,9 @@ class Bench:
         self.cluster = pgcluster.start_cluster(max_connections=300)
         template_url = pgcluster.create_database(self.cluster, "bench_template")
         migrate_to_head(template_url)
-        self.sink = SubprocessSMTPServer.start()
+        # one sink a worker process: a single aiosmtpd process is busy at about 2,000 msg/s
+        self.sinks = [SubprocessSMTPServer.start() for _ in range(SINKS)]
+        self.sink = self.sinks[0]
         self._databases = 0
 
     def fresh_database(self) -> str:
@@ -82,11 +86,14 @@ class Bench:
         name = f"bench_{self._databases}"
         return pgcluster.create_database(self.cluster, name, template="bench_template")
 
-    def environment(self, url: str, **extra: str) -> dict[str, str]:
-        return console_environment(url, self.sink.url, **WORKER_SETTINGS, **extra)
+    def environment(self, url: str, number: int = 0, **extra: str) -> dict[str, str]:
+        """`console worker` settings on `url`, the worker numbered `number` on its own sink."""
+        sink = self.sinks[number % len(self.sinks)]
+        return console_environment(url, sink.url, **WORKER_SETTINGS, **extra)
 
     def close(self) -> None:
-        self.sink.stop()
+        for sink in self.sinks:
+            sink.stop()
         self.cluster.stop()
 
 
@@ -133,14 +140,14 @@ class Drain:
 
     rate: float  # messages a second
     cpu_busy: float  # share of the whole machine's CPU
-    cpu_ms_per_message: dict[str, float]  # "workers", "postgresql", "smtp sink"
+    cpu_ms_per_message: dict[str, float]  # "workers", "postgresql", "smtp sinks"
 
 
-def _cpu_by_role(worker_pids: list[int], sink_pid: int, data_dir: str) -> dict[str, float]:
+def _cpu_by_role(worker_pids: list[int], sink_pids: list[int], data_dir: str) -> dict[str, float]:
     return {
         "workers": sum(process_cpu_seconds(pid) for pid in worker_pids),
         "postgresql": sum(process_cpu_seconds(pid) for pid in cluster_pids(data_dir)),
-        "smtp sink": process_cpu_seconds(sink_pid),
+        "smtp sinks": sum(process_cpu_seconds(pid) for pid in sink_pids),
     }
 
 
@@ -149,7 +156,7 @@ def drain_rate(
     total: int,
     timeout_seconds: float,
     worker_pids: list[int],
-    sink_pid: int,
+    sink_pids: list[int],
     data_dir: str,
 ) -> Drain:
     """Measure between 10 % and 90 % of `total` submitted (no start-up, no tail)."""
@@ -159,7 +166,7 @@ def drain_rate(
         done = submitted_count(engine)
         for fraction in (0.1, 0.9):
             if done >= fraction * total and fraction not in marks:
-                cpu = _cpu_by_role(worker_pids, sink_pid, data_dir)
+                cpu = _cpu_by_role(worker_pids, sink_pids, data_dir)
                 marks[fraction] = (time.monotonic(), cpu_jiffies(), cpu)
         if 0.9 in marks:
             (start, (busy0, total0), cpu0), (end, (busy1, total1), cpu1) = marks[0.1], marks[0.9]
@@ -218,8 +225,10 @@ def bare_client_rate(bench: Bench, processes: int, count_each: int) -> tuple[flo
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     children = [
-        context.Process(target=_bare_client, args=(bench.sink.port, count_each, 4, results))
-        for _ in range(processes)
+        context.Process(
+            target=_bare_client, args=(bench.sinks[n % SINKS].port, count_each, 4, results)
+        )
+        for n in range(processes)
     ]
     for child in children:
         child.start()
@@ -238,13 +247,13 @@ def worker_rate(bench: Bench, processes: int, messages: int) -> Drain:
     url = bench.fresh_database()
     engine = make_engine(url)
     bulk_insert_intents(engine, 1, messages)
-    workers = [worker_process(bench.environment(url), bench.workdir) for _ in range(processes)]
+    workers = [worker_process(bench.environment(url, n), bench.workdir) for n in range(processes)]
     try:
         for worker in workers:
             worker.start()
         pids = [worker.pid for worker in workers]
-        sink_pid, data_dir = bench.sink.process.pid, bench.cluster.data_dir
-        return drain_rate(engine, messages, 900, pids, sink_pid, data_dir)
+        sink_pids = [sink.process.pid for sink in bench.sinks]
+        return drain_rate(engine, messages, 900, pids, sink_pids, bench.cluster.data_dir)
     finally:
         for worker in workers:
             worker.stop()
