@@ -12,6 +12,11 @@ from sqlalchemy import Connection, Engine
 
 from console.store import attempt_records as store
 
+# A write's round trip up to which it runs in the event loop's thread: on PostgreSQL
+# next to the worker a record took 0.2-0.3 ms, and the thread cost 0.28 ms of CPU a
+# message more than that (docs/benchmarks.md); a database across a network answers later.
+INLINE_ROUND_TRIP_SECONDS = 0.0005
+
 
 class SerialWrites:
     """The T2 records of a worker, in order, on one connection in a thread of their own.
@@ -26,17 +31,33 @@ class SerialWrites:
     for the GIL with the event loop: the writes then run in the event loop's thread, as
     soon as the sending coroutine waits for the relay's next reply (``call_soon``), so
     they fill that wait; the same order and the same error handling (measured in
-    docs/benchmarks.md).
+    docs/benchmarks.md). On PostgreSQL the worker chooses between batches
+    (``run_inline``): in the event loop's thread while the database answers within
+    ``INLINE_ROUND_TRIP_SECONDS`` (the thread's hand-overs then cost more CPU than the
+    round trip stalls the sends), in the thread when it is further away.
     """
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._inline = engine.dialect.name == "sqlite"
+        self._always_inline = engine.dialect.name == "sqlite"
+        self._inline = self._always_inline
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-writes")
         self._connection: Connection | None = None
         self._errors: list[BaseException] = []
         self._pending: collections.deque[tuple[Callable[..., Any], tuple]] = collections.deque()
         self._scheduled = False  # a run of the pending writes is due in the event loop
+
+    @property
+    def inline(self) -> bool:
+        """True while the writes run in the event loop's thread."""
+        return self._inline
+
+    def run_inline(self, inline: bool) -> None:
+        """Between batches, with nothing pending: run the next writes in the event loop's
+        thread (True) or in the writes thread (False; not on SQLite)."""
+        if self._pending:
+            raise RuntimeError("writes are still pending: drain them first")
+        self._inline = self._always_inline or inline
 
     def post(self, function: Callable[..., Any], *args: Any) -> None:
         """Run ``function(connection, *args)`` after every write before it; do not wait.
@@ -107,6 +128,12 @@ class SerialWrites:
         self._run_pending()
         self._executor.submit(self._close).result()
         self._executor.shutdown()
+
+
+def inline_for(round_trip_seconds: float | None) -> bool:
+    """Whether a database that answers a write in `round_trip_seconds` (None: not yet
+    known) is near enough for the writes to run in the event loop's thread."""
+    return round_trip_seconds is not None and round_trip_seconds <= INLINE_ROUND_TRIP_SECONDS
 
 
 def _nothing() -> None:

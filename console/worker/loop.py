@@ -31,7 +31,7 @@ from console.models import utcnow
 from console.ops import metrics
 from console.store import claims
 from console.store.database import make_engine, make_session_factory
-from console.store.serial_writes import SerialWrites
+from console.store.serial_writes import SerialWrites, inline_for
 from console.transports.base import OutgoingEmail, Transport
 from console.transports.factory import make_transport
 from console.transports.smtp import envelope_address
@@ -234,6 +234,7 @@ class Worker:
                     await self._process(claim, report)
 
         lanes = min(self.settings.concurrency, len(leased))
+        self._writes.run_inline(inline_for(self._stages.mark_seconds))  # a near database
         self._ahead.start(waiting)
         try:
             await asyncio.gather(*(one_connection() for _ in range(lanes)))

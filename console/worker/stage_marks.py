@@ -5,6 +5,7 @@ check of the suppression list.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from sqlalchemy import Connection, Engine
@@ -35,6 +36,7 @@ class StageMarks:
         self._crash_if = crash_if
         self._after_mark = after_mark  # called once the mark is committed, before the body
         self._connection: Connection | None = None
+        self._mark_seconds: float | None = None
 
     async def on_stage(self, email: OutgoingEmail, stage: str) -> None:
         """Commit ``data_sent`` before the body; raise (the body must not go) if it cannot."""
@@ -44,15 +46,27 @@ class StageMarks:
             return
         connection = self._marks_connection()
         forms = suppression_lookup.recipient_forms(email.recipient)
-        if not attempt_records.mark_data_sent_unless_suppressed(
+        started = time.perf_counter()
+        marked = attempt_records.mark_data_sent_unless_suppressed(
             connection, email.attempt_id, forms
-        ):
+        )
+        self._note_mark_seconds(time.perf_counter() - started)
+        if not marked:
             if suppression_lookup.is_suppressed_now(connection, email.recipient):
                 raise SuppressedBeforeBody(f"{email.recipient} was suppressed after the claim")
             raise LeaseLost(f"attempt {email.attempt_id} was swept before its body was sent")
         self._crash_if("data_sent")
         if self._after_mark is not None:
             self._after_mark()
+
+    @property
+    def mark_seconds(self) -> float | None:
+        """How long a mark's statement and commit take, a moving average (None before one)."""
+        return self._mark_seconds
+
+    def _note_mark_seconds(self, seconds: float) -> None:
+        previous = self._mark_seconds
+        self._mark_seconds = seconds if previous is None else 0.9 * previous + 0.1 * seconds
 
     def close(self) -> None:
         """Give the batch's connection back to the pool."""

@@ -7,8 +7,12 @@ import asyncio
 import pytest
 from sqlalchemy import text
 
-from console.store.database import make_engine
-from console.store.serial_writes import SerialWrites
+from console.models import Intent
+from console.store.database import make_engine, make_session_factory
+from console.store.serial_writes import INLINE_ROUND_TRIP_SECONDS, SerialWrites, inline_for
+from console.transports.memory import MemoryTransport
+from console.vocabulary import SUBMITTED
+from tests.support.orders import enqueue_orders
 
 
 def test_posted_writes_run_in_order_and_drain_waits_for_all(tmp_path):
@@ -74,3 +78,66 @@ def test_on_postgresql_the_writes_run_in_a_thread_of_their_own(postgres_url):
     asyncio.run(batch())
     assert threads and threads[0] is not threading.current_thread()
     writes.shutdown()
+
+
+@pytest.mark.postgres
+def test_on_postgresql_near_by_the_writes_run_in_the_loops_thread_while_the_sender_waits(
+    postgres_url,
+):
+    import threading
+
+    writes = SerialWrites(make_engine(postgres_url))
+    writes.run_inline(True)
+    threads: list[threading.Thread] = []
+
+    async def batch() -> None:
+        writes.post(lambda connection: threads.append(threading.current_thread()))
+        assert threads == [], "not before the sender yields"
+        await asyncio.sleep(0)  # as while waiting for the relay's reply
+        assert threads == [threading.current_thread()]
+        writes.post(lambda connection: connection.execute(text("SELECT no_such_column")))
+        with pytest.raises(Exception, match="no_such_column"):
+            await writes.drain()
+
+    asyncio.run(batch())
+    writes.shutdown()
+
+
+def test_on_sqlite_the_writes_stay_in_the_loops_thread_and_switch_only_when_drained(tmp_path):
+    writes = SerialWrites(make_engine(f"sqlite:///{tmp_path / 'w.db'}"))
+    writes.run_inline(False)
+    assert writes.inline
+
+    async def batch() -> None:
+        writes.post(lambda connection: None)
+        with pytest.raises(RuntimeError, match="drain"):
+            writes.run_inline(True)
+        await writes.drain()
+        writes.run_inline(True)
+
+    asyncio.run(batch())
+    writes.shutdown()
+
+
+def test_the_writes_run_inline_only_while_the_database_is_known_to_answer_quickly():
+    assert not inline_for(None)  # before the first mark: the thread, safe for any distance
+    assert inline_for(0.0002)
+    assert inline_for(INLINE_ROUND_TRIP_SECONDS)
+    assert not inline_for(INLINE_ROUND_TRIP_SECONDS * 1.01)
+    assert not inline_for(0.004)  # a database across a network
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("mark_seconds", "inline"), [(None, False), (0.0002, True), (0.01, False)])
+def test_a_worker_on_postgresql_chooses_where_its_records_run_from_its_marks(
+    postgres_url, make_worker, mark_seconds, inline
+):
+    session_factory = make_session_factory(make_engine(postgres_url))
+    [intent_id] = enqueue_orders(session_factory, ["ada@example.com"])
+    worker = make_worker(MemoryTransport(), session_factory=session_factory)
+    worker._stages._mark_seconds = mark_seconds  # as measured over the batches before
+    worker.run_once()
+    assert worker._writes.inline is inline
+    assert worker._stages.mark_seconds is not None  # this batch's mark was timed
+    with session_factory() as session:
+        assert session.get(Intent, intent_id).status == SUBMITTED
