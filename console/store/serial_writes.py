@@ -1,4 +1,4 @@
-"""The T2 writes of one worker, in order, on one connection in a thread of their own."""
+"""The T2 writes of one worker, in order, on one connection: in the event loop or a thread."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ INLINE_ROUND_TRIP_SECONDS = 0.0005
 
 
 class SerialWrites:
-    """The T2 records of a worker, in order, on one connection in a thread of their own.
+    """The T2 records of a worker, in order, on one connection, in a thread of their own
+    or in the event loop's thread.
 
-    A record's database round trip then overlaps the sending of the next email
+    In the thread, a record's database round trip overlaps the sending of the next email
     instead of stopping the event loop. (The DATA_SENT mark is not queued here:
     the body must wait for it anyway, so it is committed inline.) ``post`` hands a
     write over without waiting for it and without waking the event loop when it is

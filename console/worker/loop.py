@@ -327,7 +327,7 @@ class Worker:
         )
 
     def _record(self, connection: Connection, outcome: FinishedAttempt, report: TickReport):
-        """T2 of one attempt, then its log line; on the writes thread, in send order."""
+        """T2 of one attempt, then its log line; in send order (see SerialWrites)."""
         claim, decision = outcome.claim, outcome.decision
         if not self._outcomes.write(connection, outcome):
             report.stale += 1

@@ -1,4 +1,4 @@
-"""T2 and what follows it, on the worker's writes thread.
+"""T2 and what follows it, in send order (console.store.serial_writes says where it runs).
 
 For each finished attempt: record the outcome (compare-and-set on the lease), put a
 mailbox the relay called unknown on the suppression list, feed the breaker and the
