@@ -2,11 +2,11 @@
 
 Each phase's functions are wrapped to add up the CPU time of the thread that runs
 them (``time.thread_time``): the claim (T1), compose (render + header checks +
-serialize), the ``data_sent`` mark (with its suppression check), the record
-(T2, on the writes thread), logging, metrics, and the decision (classify + retry
-policy). What the event loop's thread spends outside them is the transport (aiosmtplib,
-asyncio). Figures are CPU milliseconds per message of this process; the sink runs in
-another process and is not counted.
+serialize), the ``data_sent`` mark (with its suppression check), the record (T2,
+on the writes thread or the event loop's), logging, metrics, and the decision
+(classify + retry policy). What the event loop's thread spends outside them is the
+transport (aiosmtplib, asyncio). Figures are CPU milliseconds per message of this
+process; the sink runs in another process and is not counted.
 
     python -m tests.bench.profile_send                     # 5,000 messages, both databases
     python -m tests.bench.profile_send -n 2000 --backends sqlite --connections 4
