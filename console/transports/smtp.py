@@ -3,7 +3,9 @@
 The low-level calls (EHLO, MAIL, RCPT, DATA) let the worker record ``DATA_SENT``
 before the body leaves the process. MAIL FROM declares ``SIZE=`` when the relay
 offers SIZE (a message over its limit is refused here, before MAIL), ``SMTPUTF8``
-for a non-ASCII address and ``BODY=8BITMIME`` for 8-bit content. A refusal the
+for a non-ASCII address and ``BODY=8BITMIME`` for 8-bit content. The envelope
+(MAIL + RCPT) and the data (DATA, the body, the reply) each have ``timeout_seconds``
+as a whole: one deadline a stage rather than a timer a command. A refusal the
 relay answered leaves the connection usable: ``RSET`` and the next email goes on it;
 a connection that broke (hang-up, timeout, 421) is closed and replaced, and counted
 in ``reconnects``. Closing says ``QUIT``.
@@ -16,7 +18,9 @@ import contextlib
 import re
 import ssl
 import time
+from collections.abc import Awaitable
 from email.utils import parseaddr
+from typing import TypeVar
 
 import aiosmtplib
 
@@ -24,13 +28,16 @@ from console.core.classify import MESSAGE_TOO_BIG, SMTPUTF8_NOT_OFFERED
 from console.core.send_result import SendResult
 from console.transports.base import OutgoingEmail, StageCallback
 from console.transports.smtp_endpoint import SmtpEndpoint, ehlo_name_for
+from console.transports.smtp_path import smtp_path
 from console.vocabulary import CLAIMED, CONNECTING, DATA_SENT, ENVELOPE, REPLY_READ
 
 __all__ = ["SmtpEndpoint", "SmtpTransport", "describe_failure", "envelope_address"]
 
 _QUEUE_ID = re.compile(r"(?:queued as|id=|^(?:\d\.\d\.\d+\s+)?ok)\s*([A-Za-z0-9._@<>-]{4,})", re.I)
 _CLOSING_CODE = 421  # the relay closes the channel after this reply
+_RECIPIENT_ACCEPTED = (250, 251)
 _QUIT_SECONDS = 2.0
+T = TypeVar("T")
 
 
 def provider_id_from_reply(reply_text: str | None) -> str | None:
@@ -131,14 +138,14 @@ class SmtpTransport:
                 client = await self._connect()
             await on_stage(email, ENVELOPE)
             stage = ENVELOPE
-            client, refusal = await self._envelope(client, email, body, reused)
+            client, refusal = await self._within_stage(self._envelope(client, email, body, reused))
             if refusal is not None:  # our own check before MAIL: nothing was sent
                 self._idle.append(client)
                 refusal.duration_ms = _elapsed_ms(started)
                 return refusal
             await on_stage(email, DATA_SENT)
             stage = DATA_SENT
-            response = await client.data(body, timeout=self.timeout_seconds)
+            response = await self._within_stage(client.data(body, timeout=None))
         except Exception as error:  # noqa: BLE001 - every failure becomes a result
             result = describe_failure(error, stage, _elapsed_ms(started))
             if client is not None:
@@ -156,6 +163,23 @@ class SmtpTransport:
             provider_message_id=provider_id_from_reply(response.message),
             duration_ms=_elapsed_ms(started),
         )
+
+    async def _within_stage(self, step: Awaitable[T]) -> T:
+        """Await `step` within the stage's ``timeout_seconds``, a read timeout past it.
+
+        The commands inside go without a timer of their own (aiosmtplib's per-command
+        ``wait_for`` costs a future, a timer and a turn of the event loop for each reply).
+        """
+        deadline = asyncio.timeout(self.timeout_seconds)
+        try:
+            async with deadline:
+                return await step
+        except TimeoutError as error:
+            if not deadline.expired():  # a timeout of a connection opened within the stage
+                raise
+            raise aiosmtplib.SMTPReadTimeoutError(
+                "Timed out waiting for server response"
+            ) from error
 
     def _take_idle(self) -> aiosmtplib.SMTP | None:
         while self._idle:
@@ -241,10 +265,16 @@ class SmtpTransport:
             options.append(f"SIZE={len(body)}")
         if not body.isascii() and client.supports_extension("8bitmime"):
             options.append("BODY=8BITMIME")
-        await client.mail(
-            email.envelope_from, options=options, encoding=encoding, timeout=self.timeout_seconds
-        )
-        await client.rcpt(email.recipient, encoding=encoding, timeout=self.timeout_seconds)
+        sender = email.envelope_from
+        parameters = [option.encode("ascii") for option in options]
+        mail_from = b"FROM:" + smtp_path(sender, encoding)
+        reply = await client.execute_command(b"MAIL", mail_from, *parameters, timeout=None)
+        if reply.code != 250:
+            raise aiosmtplib.SMTPSenderRefused(reply.code, reply.message, sender)
+        rcpt_to = b"TO:" + smtp_path(email.recipient, encoding)
+        reply = await client.execute_command(b"RCPT", rcpt_to, timeout=None)
+        if reply.code not in _RECIPIENT_ACCEPTED:
+            raise aiosmtplib.SMTPRecipientRefused(reply.code, reply.message, email.recipient)
         return None
 
     async def close(self) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import email
 import email.policy
+import time
 
 import pytest
 from prometheus_client import generate_latest
@@ -14,7 +15,7 @@ from prometheus_client import generate_latest
 from console.core.classify import MESSAGE_TOO_BIG, SMTPUTF8_NOT_OFFERED, classify
 from console.transports.base import OutgoingEmail
 from console.transports.smtp import SmtpTransport
-from console.vocabulary import ENVELOPE, PERMANENT, REPLY_READ
+from console.vocabulary import DATA_SENT, ENVELOPE, PERMANENT, REPLY_READ
 from tests.support.smtp_server import ScriptedSMTPServer
 
 TIMEOUT_SECONDS = 2.0
@@ -181,3 +182,23 @@ def test_the_worker_counts_reconnects_in_metrics(make_worker, session_factory, c
         assert metrics.SMTP_RECONNECTS._value.get() - before == 1
         exposition = generate_latest(metrics.PROCESS_REGISTRY).decode()
         assert "console_smtp_reconnects_total" in exposition
+
+
+@pytest.mark.parametrize(
+    "behaviour,stage", [("rcpt:stall", ENVELOPE), ("stall", DATA_SENT)], ids=["envelope", "data"]
+)
+def test_a_stage_that_outlasts_the_timeout_is_a_read_timeout_and_the_connection_is_replaced(
+    behaviour, stage
+):
+    timeout = 0.4
+    with ScriptedSMTPServer(script={"slow@example.com": [behaviour]}, stall_seconds=3) as server:
+        transport = SmtpTransport(server.url, timeout_seconds=timeout)
+        emails = [outgoing("ada@example.com"), outgoing("slow@example.com", number=2)]
+        emails.append(outgoing("bob@example.com", number=3))
+        started = time.perf_counter()
+        first, slow, after = send_all(transport, emails)
+        assert time.perf_counter() - started < 3 * timeout + 1
+        assert (first.code, after.code) == (250, 250)
+        assert (slow.stage, slow.code, slow.error_type) == (stage, None, "SMTPReadTimeoutError")
+        assert timeout * 1000 <= slow.duration_ms < (timeout + 1) * 1000
+        assert server.connections_opened == 2 and transport.reconnects == 1
