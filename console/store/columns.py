@@ -6,9 +6,11 @@ import datetime as dt
 from typing import Any
 
 from sqlalchemy import BigInteger, DateTime, Index, Integer, MetaData, TypeDecorator
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import DeclarativeBase
 
 ID = BigInteger().with_variant(Integer, "sqlite")
+_SQLITE_TEXT = sqlite.DATETIME._storage_format  # of the UTC time: YYYY-MM-DD HH:MM:SS.ffffff
 
 
 class UTCDateTime(TypeDecorator):
@@ -27,6 +29,26 @@ class UTCDateTime(TypeDecorator):
             value = value.replace(tzinfo=dt.UTC)
         value = value.astimezone(dt.UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def bind_processor(self, dialect: Any):
+        """On SQLite, a plain datetime goes straight to the text SQLAlchemy would store
+        (``YYYY-MM-DD HH:MM:SS.ffffff`` of the UTC time) in one step instead of two: the
+        send loop binds several timestamps a message."""
+        processor = super().bind_processor(dialect)
+        if (
+            processor is None
+            or getattr(self.impl_instance, "_storage_format", None) != _SQLITE_TEXT
+        ):
+            return processor  # not SQLite's own DATETIME with its default format
+
+        def utc_text(value: Any) -> Any:
+            if value.__class__ is not dt.datetime:
+                return processor(value)
+            if value.tzinfo is not None:
+                value = value.astimezone(dt.UTC).replace(tzinfo=None)
+            return value.isoformat(" ", "microseconds")
+
+        return utc_text
 
     def process_result_value(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
         if value is None:

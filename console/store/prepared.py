@@ -22,8 +22,10 @@ from typing import Any
 
 from sqlalchemy import Connection
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, InvalidRequestError
 from sqlalchemy.sql import ClauseElement
+
+_MISSING = object()
 
 
 class Prepared:
@@ -34,21 +36,32 @@ class Prepared:
         self._compiled = compiled
         self._dialect = dialect
         self.sql = compiled.string
-        self._processors = [
-            (compiled.bind_names[bind], processor)
-            for bind in compiled.binds.values()
-            if (processor := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
+        # each driver parameter: its name, where its value comes from, its processor
+        # (what construct_params and the bind processors do, planned once)
+        self._plan = [
+            (name, bind.key, bind.required, bind.value, _processor(bind, dialect))
+            for bind, name in compiled.bind_names.items()
         ]
         self._positions = compiled.positiontup  # None for a named paramstyle
+        if self._positions is not None:
+            order = {name: number for number, name in enumerate(self._positions)}
+            self._plan.sort(key=lambda step: order[step[0]])
+        if any(bind.callable for bind in compiled.bind_names) or compiled.escaped_bind_names:
+            raise ValueError(f"not a statement Prepared can run: {self.sql}")
 
     def parameters(self, values: dict[str, Any]) -> list[Any] | dict[str, Any]:
         """The driver's parameters for `values`, converted as SQLAlchemy converts them."""
-        parameters = self._compiled.construct_params(values)
-        for name, process in self._processors:
-            parameters[name] = process(parameters[name])
+        converted = []
+        for _name, key, required, fixed, process in self._plan:
+            value = values.get(key, _MISSING)
+            if value is _MISSING:
+                if required:
+                    raise InvalidRequestError(f"A value is required for bind parameter {key!r}")
+                value = fixed
+            converted.append(value if process is None else process(value))
         if self._positions is None:
-            return parameters
-        return [parameters[name] for name in self._positions]
+            return {step[0]: value for step, value in zip(self._plan, converted, strict=True)}
+        return converted
 
     def execute(self, connection: Connection, values: dict[str, Any]) -> Any:
         """Run the statement with `values` on `connection`'s DBAPI cursor; the cursor."""
@@ -71,6 +84,10 @@ class Prepared:
             hide_parameters=True,
             dialect=self._dialect,
         )
+
+
+def _processor(bind, dialect: Dialect):
+    return bind.type.dialect_impl(dialect).bind_processor(dialect)
 
 
 _prepared: dict[tuple[int, str, str, str], Prepared] = {}

@@ -12,7 +12,7 @@ import datetime as dt
 
 import pytest
 from sqlalchemy import event, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from console.store import attempt_records, prepared
 from console.store import send_statements as s
@@ -110,3 +110,13 @@ def test_a_driver_error_is_raised_as_sqlalchemy_raises_it_without_the_values(eng
         prepared.rollback(connection)
     assert "no_such_table" in str(raised.value)
     assert "ada@x.com" not in str(raised.value)
+
+
+def test_a_missing_value_is_refused_as_sqlalchemy_refuses_it(engine):
+    values = {key: value for key, value in VALUES.items() if key != "b_token"}
+    with engine.connect() as connection:
+        with pytest.raises(SQLAlchemyError, match="b_token"):
+            connection.execute(s.MOVE_LEASED_INTENT, values)
+        connection.rollback()
+        with pytest.raises(SQLAlchemyError, match="b_token"):
+            prepared.prepared(s.MOVE_LEASED_INTENT, engine.dialect).execute(connection, values)
