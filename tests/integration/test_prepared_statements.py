@@ -120,3 +120,17 @@ def test_a_missing_value_is_refused_as_sqlalchemy_refuses_it(engine):
         connection.rollback()
         with pytest.raises(SQLAlchemyError, match="b_token"):
             prepared.prepared(s.MOVE_LEASED_INTENT, engine.dialect).execute(connection, values)
+
+
+def test_one_cursor_serves_a_connection_and_a_new_connection_gets_its_own(engine):
+    select_n = text("SELECT :n")
+    with engine.connect() as connection:
+        statement = prepared.prepared(select_n, engine.dialect)
+        first = statement.execute(connection, {"n": 1})
+        assert first.fetchone()[0] == 1
+        assert statement.execute(connection, {"n": 2}) is first and first.fetchone()[0] == 2
+        prepared.commit(connection)
+        connection.invalidate()  # the DBAPI connection is closed; the next is a fresh one
+        fresh = statement.execute(connection, {"n": 3})
+        assert fresh is not first and fresh.fetchone()[0] == 3
+        prepared.rollback(connection)
