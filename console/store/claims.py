@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from console.core.lifecycle import Decision
 from console.models import Suppression
-from console.store import holds, suppression_lookup
+from console.store import holds, lease_arrays, suppression_lookup
 from console.store import send_statements as s
 from console.store.columns import UTCDateTime
 from console.store.state_tables import DomainDeferral
@@ -196,6 +196,18 @@ def lease(
     connection = session.connection()
     random_bytes = secrets.token_bytes(16 * len(due))  # one system call for the batch
     tokens = [random_bytes[16 * n : 16 * (n + 1)].hex() for n in range(len(due))]
+    if connection.dialect.name == "postgresql":
+        attempt_ids = lease_arrays.lease(connection, due, tokens, now, lease_expires_at, worker_id)
+    else:
+        attempt_ids = _lease_rows(connection, due, tokens, now, lease_expires_at, worker_id)
+    return [
+        Claim(intent, attempt_ids[token], intent.attempt_count + 1, token, lease_expires_at)
+        for intent, token in zip(due, tokens, strict=True)
+    ]
+
+
+def _lease_rows(connection, due, tokens, now, lease_expires_at, worker_id) -> dict[str, int]:
+    """One bound row a statement execution (SQLite); the attempt id of each lease token."""
     connection.execute(
         s.LEASE_INTENT,
         [
@@ -223,11 +235,7 @@ def lease(
             for intent, token in zip(due, tokens, strict=True)
         ],
     )
-    attempt_ids = {token: attempt_id for token, attempt_id in inserted}
-    return [
-        Claim(intent, attempt_ids[token], intent.attempt_count + 1, token, lease_expires_at)
-        for intent, token in zip(due, tokens, strict=True)
-    ]
+    return {token: attempt_id for token, attempt_id in inserted}
 
 
 def release(
