@@ -48,10 +48,12 @@ def test_a_failed_write_is_raised_by_drain_and_the_writes_after_it_still_run(tmp
     writes.shutdown()
 
 
-def test_on_sqlite_the_writes_run_in_the_loops_thread_while_the_sender_waits(tmp_path):
+def test_in_the_loops_thread_the_writes_run_while_the_sender_waits(engine):
+    """Always on SQLite; on PostgreSQL when the worker finds the database near."""
     import threading
 
-    writes = SerialWrites(make_engine(f"sqlite:///{tmp_path / 'w.db'}"))
+    writes = SerialWrites(engine)
+    writes.run_inline(True)
     threads: list[threading.Thread] = []
 
     async def batch() -> None:
@@ -59,6 +61,9 @@ def test_on_sqlite_the_writes_run_in_the_loops_thread_while_the_sender_waits(tmp
         assert threads == [], "not before the sender yields"
         await asyncio.sleep(0)  # as while waiting for the relay's reply
         assert threads == [threading.current_thread()]
+        writes.post(lambda connection: connection.execute(text("SELECT no_such_column")))
+        with pytest.raises(Exception, match="no_such_column"):
+            await writes.drain()
 
     asyncio.run(batch())
     writes.shutdown()
@@ -77,29 +82,6 @@ def test_on_postgresql_the_writes_run_in_a_thread_of_their_own(postgres_url):
 
     asyncio.run(batch())
     assert threads and threads[0] is not threading.current_thread()
-    writes.shutdown()
-
-
-@pytest.mark.postgres
-def test_on_postgresql_near_by_the_writes_run_in_the_loops_thread_while_the_sender_waits(
-    postgres_url,
-):
-    import threading
-
-    writes = SerialWrites(make_engine(postgres_url))
-    writes.run_inline(True)
-    threads: list[threading.Thread] = []
-
-    async def batch() -> None:
-        writes.post(lambda connection: threads.append(threading.current_thread()))
-        assert threads == [], "not before the sender yields"
-        await asyncio.sleep(0)  # as while waiting for the relay's reply
-        assert threads == [threading.current_thread()]
-        writes.post(lambda connection: connection.execute(text("SELECT no_such_column")))
-        with pytest.raises(Exception, match="no_such_column"):
-            await writes.drain()
-
-    asyncio.run(batch())
     writes.shutdown()
 
 
