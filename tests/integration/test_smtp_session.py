@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import email
 import email.policy
+import threading
 import time
 
 import pytest
@@ -202,3 +203,71 @@ def test_a_stage_that_outlasts_the_timeout_is_a_read_timeout_and_the_connection_
         assert (slow.stage, slow.code, slow.error_type) == (stage, None, "SMTPReadTimeoutError")
         assert timeout * 1000 <= slow.duration_ms < (timeout + 1) * 1000
         assert server.connections_opened == 2 and transport.reconnects == 1
+
+
+class _DropThenSilent:
+    """A relay that takes one email, hangs up at the next MAIL, then accepts a connection
+    and never greets it: the reconnect within the envelope's deadline never completes."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.silent_closed_by_client = threading.Event()
+        self._loop = asyncio.new_event_loop()
+        self._server = self._loop.run_until_complete(
+            asyncio.start_server(self._session, "127.0.0.1", 0)
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+
+    async def _session(self, reader, writer) -> None:
+        self.connections += 1
+        try:
+            await self._converse(reader, writer)
+        finally:
+            writer.close()
+
+    async def _converse(self, reader, writer) -> None:
+        if self.connections > 1:  # silent: wait for the client to give up
+            await reader.read()
+            self.silent_closed_by_client.set()
+            return
+        writer.write(b"220 relay.example ESMTP\r\n")
+        mails = 0
+        while line := await reader.readline():
+            verb = line[:4].upper()
+            if verb == b"MAIL":
+                mails += 1
+                if mails == 2:
+                    return
+            if verb == b"DATA":
+                writer.write(b"354 go on\r\n")
+                while (await reader.readline()) != b".\r\n":
+                    pass
+                writer.write(b"250 2.0.0 Ok: queued as Q1\r\n")
+            elif verb in (b"EHLO", b"MAIL", b"RCPT", b"RSET", b"NOOP"):
+                writer.write(b"250 ok\r\n")
+            elif verb == b"QUIT":
+                writer.write(b"221 bye\r\n")
+                return
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._server.close)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+        self._loop.close()
+
+
+def test_a_reconnect_the_stages_deadline_cuts_short_leaves_no_connection_open():
+    relay = _DropThenSilent()
+    try:
+        transport = SmtpTransport(f"smtp://127.0.0.1:{relay.port}", timeout_seconds=0.5)
+        first, second = send_all(
+            transport, [outgoing("ada@example.com"), outgoing("bob@example.com", number=2)]
+        )
+        assert first.code == 250
+        assert (second.stage, second.error_type) == (ENVELOPE, "SMTPReadTimeoutError")
+        assert relay.connections == 2
+        assert relay.silent_closed_by_client.wait(2), "the half-open connection was left open"
+    finally:
+        relay.stop()
