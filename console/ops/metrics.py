@@ -2,9 +2,9 @@
 
 Two kinds of figures:
 
-* **process instruments** (counters and a histogram), incremented by the worker
-  in this process: attempts by outcome, send latency, ticks. Prometheus sums
-  them over the scraped processes.
+* **process instruments** (counters and a histogram, ``console.ops.instruments``),
+  incremented by the worker in this process: attempts by outcome, send latency,
+  ticks. Prometheus sums them over the scraped processes.
 * **queue state**, read from the database by whichever process is scraped, the
   same from every process: intents by status and lane, oldest pending age per
   lane, ambiguous and dead counts, suppressions, provider events of the last
@@ -29,9 +29,8 @@ import time
 from collections.abc import Callable, Iterator
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
@@ -40,6 +39,7 @@ from console.config import Settings
 from console.models import utcnow
 from console.ops import hold_figures
 from console.ops.delivery_figures import DeliveryCollector
+from console.ops.instruments import PROCESS_REGISTRY
 from console.store import queue_figures
 from console.store.queue_figures import Counts, count_every_status
 from console.vocabulary import AMBIGUOUS, DEAD, LANES, PENDING, SENDING
@@ -52,51 +52,6 @@ SNAPSHOT_STATEMENT_TIMEOUT_MS = 5000
 TOTALS_MIN_SECONDS = 60.0
 # Statuses an operator watches minute by minute, counted at every refresh.
 LIVE_STATUSES = (PENDING, SENDING, AMBIGUOUS, DEAD)
-LATENCY_BUCKETS_SECONDS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-
-PROCESS_REGISTRY = CollectorRegistry()
-ProcessCollector(registry=PROCESS_REGISTRY)
-ATTEMPTS = Counter(
-    "console_attempts",
-    "Attempts finished by workers of this process, by classified outcome.",
-    ["outcome"],
-    registry=PROCESS_REGISTRY,
-)
-SEND_LATENCY = Histogram(
-    "console_send_latency_seconds",
-    "Time from the start of an attempt to the transport's answer, in this process.",
-    ["lane"],
-    buckets=LATENCY_BUCKETS_SECONDS,
-    registry=PROCESS_REGISTRY,
-)
-TICKS = Counter(
-    "console_worker_ticks",
-    "Worker loop iterations (claim, send, record) in this process.",
-    registry=PROCESS_REGISTRY,
-)
-DOMAIN_DEFERRALS = Counter(
-    "console_domain_deferrals",
-    "Times a run of 4yz replies deferred every due intent of a recipient domain.",
-    registry=PROCESS_REGISTRY,
-)
-
-
-SMTP_RECONNECTS = Counter(
-    "console_smtp_reconnects",
-    "SMTP connections opened to replace one that broke (hang-up, timeout, 421).",
-    registry=PROCESS_REGISTRY,
-)
-
-
-def record_attempt(outcome: str, lane: str, duration_seconds: float) -> None:
-    """Count one finished attempt and its send latency."""
-    ATTEMPTS.labels(outcome=outcome).inc()
-    SEND_LATENCY.labels(lane=lane).observe(max(duration_seconds, 0.0))
-
-
-def record_tick() -> None:
-    """Count one iteration of a worker loop."""
-    TICKS.inc()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,7 +30,7 @@ from console.core.domain_backoff import (
     DomainRuns,
     recipient_domain,
 )
-from console.ops import metrics
+from console.ops import instruments
 from console.store import send_guards
 from console.store.state_tables import AlertState, DomainDeferral
 from console.vocabulary import ACCEPTED, CLOSED, HALF_OPEN, LANES, OPEN
@@ -193,7 +193,7 @@ class SendGuard:
                 self._count_towards_breaker(session, lane, outcome, code, now, message_level)
         if deferral is not None:
             deferred = send_guards.defer_domain(session, deferral, code, now)
-            metrics.DOMAIN_DEFERRALS.inc()
+            instruments.DOMAIN_DEFERRALS.inc()
             log.warning(
                 "recipient domain deferred after a run of 4yz",
                 extra={"recipient_domain": deferral.domain, "count": deferred, "code": code},

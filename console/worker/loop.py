@@ -28,7 +28,7 @@ from console.core.lifecycle import Decision
 from console.core.send_result import SendResult
 from console.mail.catalog import TemplateCatalog, catalog_for, default_catalog
 from console.models import utcnow
-from console.ops import metrics
+from console.ops import instruments
 from console.store import claims
 from console.store.database import make_engine, make_session_factory
 from console.store.serial_writes import SerialWrites, inline_for
@@ -147,7 +147,7 @@ class Worker:
     async def tick(self, now: dt.datetime) -> TickReport:
         """Heartbeat and sweep, then claim one batch, send it and record each outcome."""
         report = TickReport()
-        metrics.record_tick()
+        instruments.record_tick()
         self._housekeeping(now, report)
         if self.stopping:
             return report
@@ -250,7 +250,7 @@ class Worker:
         """Add the connections the transport replaced since the last batch to /metrics."""
         reconnects = getattr(self.transport, "reconnects", 0)
         if reconnects > self._reconnects_counted:
-            metrics.SMTP_RECONNECTS.inc(reconnects - self._reconnects_counted)
+            instruments.SMTP_RECONNECTS.inc(reconnects - self._reconnects_counted)
         self._reconnects_counted = reconnects
 
     def _deferral_of(self, recipient: str) -> dt.datetime | None:
@@ -283,7 +283,7 @@ class Worker:
         else:
             classification = classify(result, self.settings.overrides)
             duration_seconds = (result.duration_ms or 0) / 1000
-            metrics.record_attempt(classification.outcome, claim.intent.lane, duration_seconds)
+            instruments.record_attempt(classification.outcome, claim.intent.lane, duration_seconds)
             now = self.clock()
             if classification.blames_session:
                 decision = self._wait_uncharged(claim, classification.reason, now)

@@ -45,7 +45,7 @@ PHASES = (
     ("record: compare-and-set", "console.worker.outcome_writer", "attempt_records.record_outcome"),
     ("record: breaker", "console.worker.outcome_writer", "SendGuard.after_outcome"),
     ("logging", "console.worker.loop", "log_decision"),
-    ("metrics", "console.ops.metrics", "record_attempt"),
+    ("metrics", "console.ops.instruments", "record_attempt"),
 )
 
 

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from console.app import create_app
 from console.models import Intent, ProviderEvent, Suppression, utcnow
-from console.ops import metrics
+from console.ops import instruments, metrics
 from console.outbox import enqueue
 from console.store.state_tables import LaneBreaker, WorkerHeartbeat
 from console.vocabulary import AMBIGUOUS, DEAD, SUBMITTED
@@ -116,18 +116,19 @@ def test_metrics_report_the_queue_without_login(seeded):
 
 def test_metrics_include_this_process_instruments(seeded):
     before = samples(seeded.test_client().get("/metrics").get_data(as_text=True))
-    metrics.record_attempt("transient", "bulk", 0.2)
-    metrics.record_attempt("accepted", "bulk", 0.03)
-    metrics.record_tick()
+    instruments.record_attempt("transient", "bulk", 0.2)
+    instruments.record_attempt("accepted", "bulk", 0.03)
+    instruments.record_attempt("transient", "bulk", 0.4)  # the same child counts again
+    instruments.record_tick()
     after = samples(seeded.test_client().get("/metrics").get_data(as_text=True))
 
     def grew(name, labels=()):
         return after[(name, labels)] - before.get((name, labels), 0)
 
-    assert grew("console_attempts_total", (("outcome", "transient"),)) == 1
+    assert grew("console_attempts_total", (("outcome", "transient"),)) == 2
     assert grew("console_attempts_total", (("outcome", "accepted"),)) == 1
     assert grew("console_worker_ticks_total") == 1
-    assert grew("console_send_latency_seconds_count", (("lane", "bulk"),)) == 2
+    assert grew("console_send_latency_seconds_count", (("lane", "bulk"),)) == 3
     assert grew("console_send_latency_seconds_bucket", (("lane", "bulk"), ("le", "0.05"))) == 1
     assert ("process_resident_memory_bytes", ()) in after
 

@@ -165,7 +165,7 @@ def test_no_size_limit_means_no_refusal(limit):
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_the_worker_counts_reconnects_in_metrics(make_worker, session_factory, clock):
-    from console.ops import metrics
+    from console.ops import instruments
     from console.outbox import enqueue
 
     script = {"drop@example.com": ["hangup"]}
@@ -175,13 +175,13 @@ def test_the_worker_counts_reconnects_in_metrics(make_worker, session_factory, c
                 params = {"name": "Ada", "login_url": "https://shop.example/login"}
                 enqueue(session, key=f"w:{number}", to=to, template="welcome", params=params)
             session.commit()
-        before = metrics.SMTP_RECONNECTS._value.get()
+        before = instruments.SMTP_RECONNECTS._value.get()
         transport = SmtpTransport(server.url, timeout_seconds=TIMEOUT_SECONDS)
         clock.advance(60)
         make_worker(transport).run_once()
         assert server.connections_opened == 2
-        assert metrics.SMTP_RECONNECTS._value.get() - before == 1
-        exposition = generate_latest(metrics.PROCESS_REGISTRY).decode()
+        assert instruments.SMTP_RECONNECTS._value.get() - before == 1
+        exposition = generate_latest(instruments.PROCESS_REGISTRY).decode()
         assert "console_smtp_reconnects_total" in exposition
 
 
