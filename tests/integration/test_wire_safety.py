@@ -46,7 +46,7 @@ def smtp_server():
 
 @pytest.fixture
 def smtp_worker(make_worker, smtp_server):
-    return make_worker(SmtpTransport(smtp_server.url, connections=1, timeout_seconds=0.5))
+    return make_worker(SmtpTransport(smtp_server.url, connections=1, timeout_seconds=2.0))
 
 
 def insert_row(engine, **values) -> int:
