@@ -34,21 +34,20 @@ class Prepared:
 
     def __init__(self, statement: ClauseElement, dialect: Dialect) -> None:
         compiled = statement.compile(dialect=dialect)
-        self._compiled = compiled
         self._dialect = dialect
         self.sql = compiled.string
-        # each driver parameter: its name, where its value comes from, its processor
-        # (what construct_params and the bind processors do, planned once)
-        self._plan = [
-            (name, bind.key, bind.required, bind.value, _processor(bind, dialect))
-            for bind, name in compiled.bind_names.items()
-        ]
-        self._positions = compiled.positiontup  # None for a named paramstyle
-        if self._positions is not None:
-            order = {name: number for number, name in enumerate(self._positions)}
-            self._plan.sort(key=lambda step: order[step[0]])
         if any(bind.callable for bind in compiled.bind_names) or compiled.escaped_bind_names:
             raise ValueError(f"not a statement Prepared can run: {self.sql}")
+        # each driver parameter: its name, where its value comes from, its processor
+        # (what construct_params and the bind processors do, planned once); a
+        # positional style lists a value bound twice twice
+        steps = {
+            name: (name, bind.key, bind.required, bind.value, _processor(bind, dialect))
+            for bind, name in compiled.bind_names.items()
+        }
+        self._positions = compiled.positiontup  # None for a named paramstyle
+        names = steps if self._positions is None else self._positions
+        self._plan = [steps[name] for name in names]
 
     def parameters(self, values: dict[str, Any]) -> list[Any] | dict[str, Any]:
         """The driver's parameters for `values`, converted as SQLAlchemy converts them."""

@@ -35,7 +35,7 @@ __all__ = ["SmtpEndpoint", "SmtpTransport", "describe_failure", "envelope_addres
 
 _QUEUE_ID = re.compile(r"(?:queued as|id=|^(?:\d\.\d\.\d+\s+)?ok)\s*([A-Za-z0-9._@<>-]{4,})", re.I)
 _CLOSING_CODE = 421  # the relay closes the channel after this reply
-_RECIPIENT_ACCEPTED = (250, 251)
+_RECIPIENT_ACCEPTED = (aiosmtplib.SMTPStatus.completed, aiosmtplib.SMTPStatus.will_forward)
 _QUIT_SECONDS = 2.0
 T = TypeVar("T")
 
@@ -269,7 +269,7 @@ class SmtpTransport:
         parameters = [option.encode("ascii") for option in options]
         mail_from = b"FROM:" + smtp_path(sender, encoding)
         reply = await client.execute_command(b"MAIL", mail_from, *parameters, timeout=None)
-        if reply.code != 250:
+        if reply.code != aiosmtplib.SMTPStatus.completed:
             raise aiosmtplib.SMTPSenderRefused(reply.code, reply.message, sender)
         rcpt_to = b"TO:" + smtp_path(email.recipient, encoding)
         reply = await client.execute_command(b"RCPT", rcpt_to, timeout=None)

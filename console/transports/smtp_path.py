@@ -15,7 +15,8 @@ _PLAIN_ADDRESS = re.compile(
 
 
 def smtp_path(address: str, encoding: str) -> bytes:
-    """The bracketed path of `address`, encoded; ValueError for a line break in it."""
+    """The bracketed path of `address`, encoded (UnicodeEncodeError for a non-ASCII
+    address in "ascii": such an address needs SMTPUTF8)."""
     if _PLAIN_ADDRESS.fullmatch(address):
         return b"<" + address.encode(encoding) + b">"
     return quote_address(address).encode(encoding)

@@ -134,3 +134,10 @@ def test_one_cursor_serves_a_connection_and_a_new_connection_gets_its_own(engine
         fresh = statement.execute(connection, {"n": 3})
         assert fresh is not first and fresh.fetchone()[0] == 3
         prepared.rollback(connection)
+
+
+def test_a_value_bound_twice_is_sent_twice(engine):
+    with engine.connect() as connection:
+        statement = prepared.prepared(text("SELECT :n, :n + 1"), engine.dialect)
+        assert tuple(statement.execute(connection, {"n": 4}).fetchone()) == (4, 5)
+        prepared.rollback(connection)
