@@ -89,10 +89,14 @@ MARK_DATA_SENT_UNLESS_SUPPRESSED = MARK_DATA_SENT.where(
     )
 )
 # Compare-and-set: only the holder of the current lease token moves a `sending` intent.
+# The row is found by its key: `IS NOT DISTINCT FROM` (the same test here, neither side
+# is NULL) is not an indexable operator, so PostgreSQL cannot choose the status indexes
+# for it; with statistics of a table just filled it did (ties of one estimated row),
+# and read every `sending` row of the index for each record.
 HELD_BY_THIS_LEASE = (
     INTENT.c.id == bindparam("b_id"),
-    INTENT.c.status == SENDING,
-    INTENT.c.lease_token == bindparam("b_token"),
+    INTENT.c.status.is_not_distinct_from(SENDING),
+    INTENT.c.lease_token.is_not_distinct_from(bindparam("b_token")),
 )
 MOVE_LEASED_INTENT = (
     update(INTENT)
