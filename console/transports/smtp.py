@@ -3,7 +3,8 @@
 The low-level calls (EHLO, MAIL, RCPT, DATA) let the worker record ``DATA_SENT``
 before the body leaves the process. MAIL FROM declares ``SIZE=`` when the relay
 offers SIZE (a message over its limit is refused here, before MAIL), ``SMTPUTF8``
-for a non-ASCII address and ``BODY=8BITMIME`` for 8-bit content. The envelope
+for a non-ASCII address and ``BODY=8BITMIME`` for 8-bit content; MAIL and RCPT go
+in one write to a relay that offers PIPELINING (``smtp_pipelining``). The envelope
 (MAIL + RCPT) and the data (DATA, the body, the reply) each have ``timeout_seconds``
 as a whole: one deadline a stage rather than a timer a command. A refusal the
 relay answered leaves the connection usable: ``RSET`` and the next email goes on it;
@@ -26,6 +27,7 @@ import aiosmtplib
 
 from console.core.classify import MESSAGE_TOO_BIG, SMTPUTF8_NOT_OFFERED
 from console.core.send_result import SendResult
+from console.transports import smtp_pipelining as pipelining
 from console.transports.base import OutgoingEmail, StageCallback
 from console.transports.smtp_endpoint import SmtpEndpoint, ehlo_name_for
 from console.transports.smtp_path import smtp_path
@@ -268,11 +270,16 @@ class SmtpTransport:
         sender = email.envelope_from
         parameters = [option.encode("ascii") for option in options]
         mail_from = b"FROM:" + smtp_path(sender, encoding)
-        reply = await client.execute_command(b"MAIL", mail_from, *parameters, timeout=None)
+        rcpt_to = b"TO:" + smtp_path(email.recipient, encoding)
+        if pipelining.offers_pipelining(client):  # one write, both replies
+            mail = b" ".join([b"MAIL", mail_from, *parameters])
+            reply, rcpt_reply = await pipelining.mail_and_rcpt(client, mail, b"RCPT " + rcpt_to)
+        else:
+            reply = await client.execute_command(b"MAIL", mail_from, *parameters, timeout=None)
+            rcpt_reply = None
         if reply.code != aiosmtplib.SMTPStatus.completed:
             raise aiosmtplib.SMTPSenderRefused(reply.code, reply.message, sender)
-        rcpt_to = b"TO:" + smtp_path(email.recipient, encoding)
-        reply = await client.execute_command(b"RCPT", rcpt_to, timeout=None)
+        reply = rcpt_reply or await client.execute_command(b"RCPT", rcpt_to, timeout=None)
         if reply.code not in _RECIPIENT_ACCEPTED:
             raise aiosmtplib.SMTPRecipientRefused(reply.code, reply.message, email.recipient)
         return None

@@ -102,11 +102,13 @@ BEHAVIOURS = {
 }
 
 
+@pytest.mark.parametrize("pipelining", [False, True], ids=["one-command-a-time", "pipelining"])
 @pytest.mark.parametrize("behaviour", list(BEHAVIOURS))
 def test_each_server_behaviour_ends_in_the_designed_state(
-    behaviour, session_factory, smtp_server, make_smtp_worker, clock
+    behaviour, pipelining, session_factory, smtp_server, make_smtp_worker, clock
 ):
     status, stage, outcome, code, retry_seconds = BEHAVIOURS[behaviour]
+    smtp_server.handler.offer_pipelining = pipelining  # MAIL and RCPT in one write
     smtp_server.script.set("ada@example.com", [behaviour])
     intent_id = add(session_factory, "order:A-1", "ada@example.com")
 

@@ -150,6 +150,7 @@ class ScriptedHandler:
         self._lock = threading.Lock()
         self.ehlo_names: list[str] = []  # every name a client gave in EHLO/HELO
         self.commands: collections.Counter[str] = collections.Counter()  # RSET, QUIT, ...
+        self.offer_pipelining = False  # say PIPELINING in the EHLO reply
 
     def next_queue_id(self) -> str:
         """A queue id such as ``Q3F9A1C2B000001``: never repeated, also after a restart."""
@@ -159,6 +160,8 @@ class ScriptedHandler:
         session.host_name = hostname  # aiosmtpd leaves this to a handler with an EHLO hook
         self.ehlo_names.append(hostname)
         self.commands["EHLO"] += 1
+        if self.offer_pipelining:
+            responses.insert(-1, "250-PIPELINING")  # before the last line, "250 HELP"
         return responses
 
     async def handle_RSET(self, server, session, envelope):  # noqa: N802

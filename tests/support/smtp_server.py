@@ -99,12 +99,14 @@ class ScriptedSMTPServer:
         starttls_context: ssl.SSLContext | None = None,
         smtputf8: bool = True,
         size_limit: int | None = None,
+        pipelining: bool = False,
     ) -> None:
         self.host, self.port = host, port
         self._smtputf8 = smtputf8
         self._size_limit = size_limit
         self.script = Script(script)
         self.handler = ScriptedHandler(self.script, record_path, stall_seconds)
+        self.handler.offer_pipelining = pipelining  # EHLO says PIPELINING (RFC 2920)
         self._auth = auth
         self._tls_context = tls_context
         self._starttls_context = starttls_context
@@ -208,6 +210,7 @@ class SubprocessSMTPServer:
         script: Mapping[str, Iterable[str]] | None = None,
         stall_seconds: float = 10.0,
         port: int = 0,
+        pipelining: bool = False,
     ) -> SubprocessSMTPServer:
         command = [
             sys.executable,
@@ -221,6 +224,8 @@ class SubprocessSMTPServer:
         ]
         if record_path is not None:
             command += ["--record", str(record_path)]
+        if pipelining:
+            command.append("--pipelining")
         process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         line = process.stdout.readline()
         if not line.startswith("SMTP_READY port="):
@@ -253,12 +258,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--record", help="append received bodies as JSON lines to this file")
     parser.add_argument("--script", default="{}", help='JSON, e.g. {"*": ["250"]}')
     parser.add_argument("--stall-seconds", type=float, default=10.0)
+    parser.add_argument("--pipelining", action="store_true", help="offer PIPELINING in EHLO")
     args = parser.parse_args(argv)
     server = ScriptedSMTPServer(
         script=json.loads(args.script),
         port=args.port,
         record_path=args.record,
         stall_seconds=args.stall_seconds,
+        pipelining=args.pipelining,
     ).start()
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
