@@ -14,6 +14,11 @@ lines measured in this run, each with a check mark or a cross.
 
     python -m tests.bench.bench_send --repeat 3        # N=2000, every combination
     python -m tests.bench.bench_send -n 5000 --backends sqlite --connections 1
+    python -m tests.bench.bench_send --pipelining   # the sink offers PIPELINING
+
+With ``--pipelining`` the sink's EHLO offers PIPELINING, as Postfix's does: the
+worker then sends MAIL and RCPT in one write; aiosmtplib's own ``sendmail`` (the
+ceiling and the bare client) does not pipeline.
 """
 
 from __future__ import annotations
@@ -267,14 +272,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backends", nargs="+", default=["sqlite", "postgresql"])
     parser.add_argument("--connections", nargs="+", type=int, default=[1, 4])
     parser.add_argument("--repeat", type=int, default=1, help="runs per figure; the median wins")
+    parser.add_argument("--pipelining", action="store_true", help="the sink offers PIPELINING")
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-send-"))
     cluster = pgcluster.start_cluster() if "postgresql" in args.backends else None
-    sink = SubprocessSMTPServer.start()
+    sink = SubprocessSMTPServer.start(pipelining=args.pipelining)
+    offers = " offering PIPELINING" if args.pipelining else ""
     print(
-        f"N={args.messages} template={TEMPLATE} sink=aiosmtpd in another process, "
+        f"N={args.messages} template={TEMPLATE} sink=aiosmtpd{offers} in another process, "
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; median of {args.repeat}"
     )
     print(
