@@ -4,7 +4,8 @@ The low-level calls (EHLO, MAIL, RCPT, DATA) let the worker record ``DATA_SENT``
 before the body leaves the process. MAIL FROM declares ``SIZE=`` when the relay
 offers SIZE (a message over its limit is refused here, before MAIL), ``SMTPUTF8``
 for a non-ASCII address and ``BODY=8BITMIME`` for 8-bit content; MAIL and RCPT go
-in one write to a relay that offers PIPELINING (``smtp_pipelining``). The envelope
+in one write to a relay that offers PIPELINING (``smtp_pipelining``), and the body goes
+as one BDAT chunk to a relay that offers CHUNKING (``smtp_chunking``). The envelope
 (MAIL + RCPT) and the data (DATA, the body, the reply) each have ``timeout_seconds``
 as a whole: one deadline a stage rather than a timer a command. A refusal the
 relay answered leaves the connection usable: ``RSET`` and the next email goes on it;
@@ -27,6 +28,7 @@ import aiosmtplib
 
 from console.core.classify import MESSAGE_TOO_BIG, SMTPUTF8_NOT_OFFERED
 from console.core.send_result import SendResult
+from console.transports import smtp_chunking as chunking
 from console.transports import smtp_pipelining as pipelining
 from console.transports.base import OutgoingEmail, StageCallback
 from console.transports.smtp_endpoint import SmtpEndpoint, ehlo_name_for
@@ -70,6 +72,13 @@ def describe_failure(
 
 def _needs_smtputf8(*addresses: str) -> bool:
     return not all(address.isascii() for address in addresses)
+
+
+async def _send_body(client: aiosmtplib.SMTP, body: bytes) -> aiosmtplib.SMTPResponse:
+    """The body as one BDAT chunk to a relay that offers CHUNKING, else after DATA."""
+    if chunking.offers_chunking(client):
+        return await chunking.send_last_chunk(client, body)
+    return await client.data(body, timeout=None)
 
 
 def _leaves_connection_usable(error: BaseException) -> bool:
@@ -147,7 +156,7 @@ class SmtpTransport:
                 return refusal
             await on_stage(email, DATA_SENT)
             stage = DATA_SENT
-            response = await self._within_stage(client.data(body, timeout=None))
+            response = await self._within_stage(_send_body(client, body))
         except Exception as error:  # noqa: BLE001 - every failure becomes a result
             result = describe_failure(error, stage, _elapsed_ms(started))
             if client is not None:

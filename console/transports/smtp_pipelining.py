@@ -14,11 +14,13 @@ aiosmtplib) gets one command at a time, as before.
 
 from __future__ import annotations
 
+import re
+
 import aiosmtplib
 from aiosmtplib.response import SMTPResponse
 
 _CLOSING_CODE = 421  # the relay closes the channel after this reply
-_LINE_BREAK = (b"\r", b"\n")
+_CONTROL = re.compile(rb"[\x00-\x1f\x7f]")  # what aiosmtplib refuses in a command
 
 
 def offers_pipelining(client: aiosmtplib.SMTP) -> bool:
@@ -43,7 +45,7 @@ async def mail_and_rcpt(
     protocol = client.protocol
     if protocol is None:
         raise aiosmtplib.SMTPServerDisconnected("Server not connected")
-    if any(mark in line for line in (mail, rcpt) for mark in _LINE_BREAK):
+    if _CONTROL.search(mail) or _CONTROL.search(rcpt):
         raise ValueError("Command arg contains a prohibited control character")
     try:
         protocol.write(mail + b"\r\n" + rcpt + b"\r\n")
