@@ -14,11 +14,12 @@ lines measured in this run, each with a check mark or a cross.
 
     python -m tests.bench.bench_send --repeat 3        # N=2000, every combination
     python -m tests.bench.bench_send -n 5000 --backends sqlite --connections 1
-    python -m tests.bench.bench_send --pipelining   # the sink offers PIPELINING
+    python -m tests.bench.bench_send --pipelining --chunking   # the sink offers both
 
-With ``--pipelining`` the sink's EHLO offers PIPELINING, as Postfix's does: the
-worker then sends MAIL and RCPT in one write; aiosmtplib's own ``sendmail`` (the
-ceiling and the bare client) does not pipeline.
+With ``--pipelining`` the sink's EHLO offers PIPELINING, with ``--chunking`` CHUNKING
+(BDAT), as Postfix's does: the worker then sends MAIL and RCPT in one write and the
+body as one BDAT chunk; aiosmtplib's own ``sendmail`` (the ceiling and the bare
+client) uses neither.
 """
 
 from __future__ import annotations
@@ -273,13 +274,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--connections", nargs="+", type=int, default=[1, 4])
     parser.add_argument("--repeat", type=int, default=1, help="runs per figure; the median wins")
     parser.add_argument("--pipelining", action="store_true", help="the sink offers PIPELINING")
+    parser.add_argument("--chunking", action="store_true", help="the sink offers CHUNKING")
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-send-"))
     cluster = pgcluster.start_cluster() if "postgresql" in args.backends else None
-    sink = SubprocessSMTPServer.start(pipelining=args.pipelining)
-    offers = " offering PIPELINING" if args.pipelining else ""
+    sink = SubprocessSMTPServer.start(pipelining=args.pipelining, chunking=args.chunking)
+    offered = [name for name in ("PIPELINING", "CHUNKING") if getattr(args, name.lower())]
+    offers = f" offering {' and '.join(offered)}" if offered else ""
     print(
         f"N={args.messages} template={TEMPLATE} sink=aiosmtpd{offers} in another process, "
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; median of {args.repeat}"

@@ -102,13 +102,18 @@ BEHAVIOURS = {
 }
 
 
-@pytest.mark.parametrize("pipelining", [False, True], ids=["one-command-a-time", "pipelining"])
+# what the relay offers: (PIPELINING: MAIL and RCPT in one write, CHUNKING: the body by BDAT)
+EXTENSIONS = {"plain": (False, False), "pipelining": (True, False), "chunking": (True, True)}
+
+
+@pytest.mark.parametrize("extensions", list(EXTENSIONS))
 @pytest.mark.parametrize("behaviour", list(BEHAVIOURS))
 def test_each_server_behaviour_ends_in_the_designed_state(
-    behaviour, pipelining, session_factory, smtp_server, make_smtp_worker, clock
+    behaviour, extensions, session_factory, smtp_server, make_smtp_worker, clock
 ):
     status, stage, outcome, code, retry_seconds = BEHAVIOURS[behaviour]
-    smtp_server.handler.offer_pipelining = pipelining  # MAIL and RCPT in one write
+    handler = smtp_server.handler
+    handler.offer_pipelining, handler.offer_chunking = EXTENSIONS[extensions]
     smtp_server.script.set("ada@example.com", [behaviour])
     intent_id = add(session_factory, "order:A-1", "ada@example.com")
 

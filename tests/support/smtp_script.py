@@ -151,6 +151,7 @@ class ScriptedHandler:
         self.ehlo_names: list[str] = []  # every name a client gave in EHLO/HELO
         self.commands: collections.Counter[str] = collections.Counter()  # RSET, QUIT, ...
         self.offer_pipelining = False  # say PIPELINING in the EHLO reply
+        self.offer_chunking = False  # say CHUNKING in the EHLO reply (BDAT)
 
     def next_queue_id(self) -> str:
         """A queue id such as ``Q3F9A1C2B000001``: never repeated, also after a restart."""
@@ -162,6 +163,8 @@ class ScriptedHandler:
         self.commands["EHLO"] += 1
         if self.offer_pipelining:
             responses.insert(-1, "250-PIPELINING")  # before the last line, "250 HELP"
+        if self.offer_chunking:
+            responses.insert(-1, "250-CHUNKING")
         return responses
 
     async def handle_RSET(self, server, session, envelope):  # noqa: N802

@@ -14,6 +14,10 @@ A behaviour is one string:
 - ``"stall"``: take the body, then answer nothing for ``stall_seconds``;
 - ``"hangup"``: take the body, then drop the connection without a reply.
 
+With ``pipelining=True`` the EHLO reply offers PIPELINING (aiosmtpd reads pipelined
+commands in order anyway); with ``chunking=True`` it offers CHUNKING and takes
+bodies by BDAT (``ChunkingSMTP``), scripted like those after DATA.
+
 A key ``"#N"`` instead of a recipient scripts the Nth body to arrive, whoever it is
 for (its first behaviour; body behaviours only): ``{"#60": ["454 4.7.0 Throttling
 failure: Maximum sending rate exceeded"]}`` throttles the 60th message.
@@ -54,7 +58,7 @@ import sys
 import threading
 from collections.abc import Iterable, Mapping
 
-from aiosmtpd.smtp import SMTP
+from aiosmtpd.smtp import MISSING, SMTP
 
 try:
     from tests.support.smtp_script import (
@@ -83,6 +87,30 @@ __all__ = ["Received", "ScriptedSMTPServer", "SubprocessSMTPServer", "read_recor
 logging.getLogger("mail.log").setLevel(logging.WARNING)
 
 
+class ChunkingSMTP(SMTP):
+    """aiosmtpd's server with BDAT (RFC 3030): the chunks of a message, the last one
+    answered as the body after DATA is; EHLO offers CHUNKING when the handler says so."""
+
+    async def smtp_BDAT(self, arg: str) -> None:  # noqa: N802 - aiosmtpd's naming
+        words = arg.split()
+        if len(words) not in (1, 2) or not words[0].isdigit() or words[1:] not in ([], ["LAST"]):
+            await self.push("501 Syntax: BDAT <size> [LAST]")
+            return
+        chunk = await self._reader.readexactly(int(words[0]))
+        if self.envelope is None or not self.envelope.rcpt_tos:
+            await self.push("503 Error: need RCPT command")
+            return
+        chunks = self.envelope.__dict__.setdefault("chunks", [])
+        chunks.append(chunk)
+        if len(words) == 1:
+            await self.push("250 2.0.0 Chunk accepted")
+            return
+        self.envelope.content = self.envelope.original_content = b"".join(chunks)
+        status = await self._call_handler_hook("DATA")
+        self._set_post_data_state()
+        await self.push("250 OK" if status is MISSING else status)
+
+
 class ScriptedSMTPServer:
     """The scripted server running on its own event loop in a background thread."""
 
@@ -100,6 +128,7 @@ class ScriptedSMTPServer:
         smtputf8: bool = True,
         size_limit: int | None = None,
         pipelining: bool = False,
+        chunking: bool = False,
     ) -> None:
         self.host, self.port = host, port
         self._smtputf8 = smtputf8
@@ -107,6 +136,7 @@ class ScriptedSMTPServer:
         self.script = Script(script)
         self.handler = ScriptedHandler(self.script, record_path, stall_seconds)
         self.handler.offer_pipelining = pipelining  # EHLO says PIPELINING (RFC 2920)
+        self.handler.offer_chunking = chunking  # EHLO says CHUNKING (RFC 3030)
         self._auth = auth
         self._tls_context = tls_context
         self._starttls_context = starttls_context
@@ -143,7 +173,7 @@ class ScriptedSMTPServer:
             options.update(authenticator=_Authenticator(*self._auth), auth_require_tls=False)
         if self._starttls_context:
             options.update(tls_context=self._starttls_context)
-        session = SMTP(self.handler, **options)
+        session = ChunkingSMTP(self.handler, **options)
         self._sessions.append(session)
         return session
 
@@ -211,6 +241,7 @@ class SubprocessSMTPServer:
         stall_seconds: float = 10.0,
         port: int = 0,
         pipelining: bool = False,
+        chunking: bool = False,
     ) -> SubprocessSMTPServer:
         command = [
             sys.executable,
@@ -226,6 +257,8 @@ class SubprocessSMTPServer:
             command += ["--record", str(record_path)]
         if pipelining:
             command.append("--pipelining")
+        if chunking:
+            command.append("--chunking")
         process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         line = process.stdout.readline()
         if not line.startswith("SMTP_READY port="):
@@ -259,6 +292,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--script", default="{}", help='JSON, e.g. {"*": ["250"]}')
     parser.add_argument("--stall-seconds", type=float, default=10.0)
     parser.add_argument("--pipelining", action="store_true", help="offer PIPELINING in EHLO")
+    parser.add_argument("--chunking", action="store_true", help="offer CHUNKING (BDAT) in EHLO")
     args = parser.parse_args(argv)
     server = ScriptedSMTPServer(
         script=json.loads(args.script),
@@ -266,6 +300,7 @@ def main(argv: list[str] | None = None) -> None:
         record_path=args.record,
         stall_seconds=args.stall_seconds,
         pipelining=args.pipelining,
+        chunking=args.chunking,
     ).start()
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
