@@ -142,8 +142,12 @@ def settled(db_url: str) -> bool:
     return all(row.status not in (PENDING, SENDING) for row in intent_rows(db_url))
 
 
-def test_sigkill_at_every_stage_then_restart_loses_nothing(backend, request, tmp_path):
-    with ScriptedSMTPServer(stall_seconds=120) as server:
+@pytest.mark.parametrize("relay_offers", ["plain", "pipelining-and-chunking"])
+def test_sigkill_at_every_stage_then_restart_loses_nothing(
+    backend, relay_offers, request, tmp_path
+):
+    offers = relay_offers != "plain"  # MAIL+RCPT in one write, the body by BDAT
+    with ScriptedSMTPServer(stall_seconds=120, pipelining=offers, chunking=offers) as server:
         urls, recipients, crashed = [], [], []
         for number, scenario in enumerate(SCENARIOS):
             url = new_database(backend, request, tmp_path)
