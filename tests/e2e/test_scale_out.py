@@ -224,10 +224,13 @@ def enqueue_during_run(engine: Engine, first: int, count: int, per_transaction: 
 
 @pytest.fixture
 def scripted_sink(tmp_path):
-    """A subprocess SMTP server answering the 5 % / 1 % script, recording every body."""
+    """A subprocess SMTP server answering the 5 % / 1 % script, recording every body; it
+    offers PIPELINING and CHUNKING, as Postfix does (MAIL+RCPT in one write, BDAT)."""
     script = scripted_replies(TOTAL_INTENTS)
     record_path = tmp_path / "smtp.jsonl"
-    smtp = SubprocessSMTPServer.start(record_path=record_path, script=script, stall_seconds=1)
+    smtp = SubprocessSMTPServer.start(
+        record_path=record_path, script=script, stall_seconds=1, pipelining=True, chunking=True
+    )
     yield smtp, script, record_path
     smtp.stop()
 

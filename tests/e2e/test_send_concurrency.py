@@ -83,14 +83,18 @@ def start_workers(count: int, db_url: str, smtp_url: str, log_dir) -> list[subpr
     return processes
 
 
-@pytest.mark.parametrize(
-    "backend,workers,intents", [("postgresql", 4, 5000), ("sqlite", 2, 1000)], indirect=["backend"]
-)
+# (database, worker processes, intents, the relay offers PIPELINING and CHUNKING)
+RUNS = [("postgresql", 4, 5000, True), ("sqlite", 2, 1000, False)]
+
+
+@pytest.mark.parametrize("backend,workers,intents,extensions", RUNS, indirect=["backend"])
 def test_workers_in_parallel_send_each_intent_exactly_once(
-    backend, workers, intents, db_url, session_factory, tmp_path
+    backend, workers, intents, extensions, db_url, session_factory, tmp_path
 ):
     queue_orders(session_factory, intents)
-    server = SubprocessSMTPServer.start(record_path=tmp_path / "received.jsonl")
+    server = SubprocessSMTPServer.start(
+        record_path=tmp_path / "received.jsonl", pipelining=extensions, chunking=extensions
+    )
     processes = start_workers(workers, db_url, server.url, tmp_path)
     try:
         deadline = time.monotonic() + DRAIN_TIMEOUT_SECONDS
