@@ -1,15 +1,15 @@
 """MAIL FROM and RCPT TO in one write when the relay offers PIPELINING (RFC 2920).
 
-A message then costs three round trips to the relay instead of four (DATA still
-waits: the ``data_sent`` mark is committed between RCPT's reply and DATA).
+A message then costs three round trips to the relay instead of four (the body
+still waits for RCPT's reply: the ``data_sent`` mark is committed in between).
 
 aiosmtplib reads one reply per command it sends: what arrives after a reply stays
 in its protocol's buffer, and data arriving while no reply is awaited is
 dropped. So the second reply is taken from that buffer when it came with the
 first, and awaited as the next reply otherwise; that wait begins in the same
 step of the event loop that received the first reply, so nothing can arrive in
-between. A relay whose protocol object lacks the buffer reader (another
-aiosmtplib) gets one command at a time, as before.
+between. With an aiosmtplib whose protocol lacks that buffer reader, MAIL and
+RCPT go one at a time, as before.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ async def mail_and_rcpt(
         if mail_reply.code == _CLOSING_CODE:
             client.close()
             return mail_reply, None
-        rcpt_reply = await _next_reply(client, refused_mail=mail_reply.code != 250)
+        refused = mail_reply.code != aiosmtplib.SMTPStatus.completed
+        rcpt_reply = await _next_reply(client, refused_mail=refused)
     except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPTimeoutError):
         client.close()
         raise

@@ -13,6 +13,7 @@ import asyncio
 import aiosmtplib
 import pytest
 
+from console.transports import smtp_pipelining as pipelining
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import DATA_SENT, ENVELOPE, REPLY_READ
 from tests.integration.test_smtp_session import outgoing, send_all
@@ -113,3 +114,39 @@ def test_the_body_still_waits_for_the_data_sent_mark(relay_with):
     assert asyncio.run(run()).code == 250
     data_sent_commands = dict(stages)[DATA_SENT]
     assert data_sent_commands[-2:] == ["MAIL", "RCPT"] and "DATA" not in data_sent_commands
+
+
+def test_a_sender_refused_by_a_relay_that_then_hangs_up_is_still_the_senders_refusal(
+    relay_with,
+):
+    relay = relay_with(
+        mail_replies={1: b"554 5.7.1 Access denied\r\n"}, hang_up_after_mail=frozenset({1})
+    )
+    transport = SmtpTransport(relay.url, timeout_seconds=TIMEOUT_SECONDS)
+    refused, accepted = send_all(transport, emails("ada@example.com", "bob@example.com"))
+    assert (refused.stage, refused.code, refused.error_type) == (
+        ENVELOPE,
+        554,
+        aiosmtplib.SMTPSenderRefused.__name__,
+    )
+    assert (accepted.stage, accepted.code) == (REPLY_READ, 250)
+    assert relay.connections == 2
+
+
+def test_a_command_line_with_a_control_character_is_refused_before_anything_is_sent(
+    relay_with,
+):
+    relay = relay_with()
+
+    async def run():
+        client = aiosmtplib.SMTP(hostname="127.0.0.1", port=int(relay.url.rsplit(":", 1)[1]))
+        await client.connect()
+        try:
+            with pytest.raises(ValueError, match="control character"):
+                await pipelining.mail_and_rcpt(client, b"MAIL FROM:<a@b.c>", b"RCPT TO:<x\x00@y.z>")
+            await client.noop()  # the connection is still in step
+        finally:
+            await client.quit()
+
+    asyncio.run(run())
+    assert "MAIL" not in relay.commands

@@ -25,6 +25,7 @@ class RawRelay:
         mail_replies: dict[int, bytes] | None = None,
         rcpt_replies: dict[str, bytes] | None = None,
         body_replies: dict[int, bytes] | None = None,
+        hang_up_after_mail: frozenset[int] = frozenset(),
     ) -> None:
         self.pipelining = pipelining  # EHLO says PIPELINING
         self.chunking = chunking  # EHLO says CHUNKING: BDAT accepted
@@ -32,6 +33,7 @@ class RawRelay:
         self.bodies: list[bytes] = []
         self.split = split  # the RCPT reply in a segment of its own, 50 ms after MAIL's
         self.mail_replies = mail_replies or {}  # the nth MAIL (from 1, all connections)
+        self.hang_up_after_mail = hang_up_after_mail  # the nth MAIL: its reply, then hang up
         self.rcpt_replies = rcpt_replies or {}  # by recipient
         self.pipelined: list[bool] = []  # per MAIL: RCPT came before MAIL was answered
         self.commands: list[str] = []
@@ -103,7 +105,7 @@ class RawRelay:
         if rcpt is not None:
             self.commands.append(rcpt[:4].upper().decode())
         writer.write(mail_reply)
-        if mail_reply.startswith(b"421"):
+        if mail_reply.startswith(b"421") or self._mails in self.hang_up_after_mail:
             await writer.drain()
             return False
         if rcpt is not None:
