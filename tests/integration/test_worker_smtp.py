@@ -379,14 +379,17 @@ def _self_signed(tmp_path):
     return server_context, client_context
 
 
+@pytest.mark.parametrize("extensions", ["plain", "chunking"])
 @pytest.mark.parametrize("mode", ["smtps", "starttls"])
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
-def test_tls_and_auth(mode, tmp_path, session_factory, make_smtp_worker):
+def test_tls_and_auth(mode, extensions, tmp_path, session_factory, make_smtp_worker):
     server_context, client_context = _self_signed(tmp_path)
     tls = (
         {"tls_context": server_context} if mode == "smtps" else {"starttls_context": server_context}
     )
-    with ScriptedSMTPServer(auth=("mailer", "s3cret"), **tls) as server:
+    pipelining, chunking = EXTENSIONS[extensions]
+    options = dict(auth=("mailer", "s3cret"), pipelining=pipelining, chunking=chunking)
+    with ScriptedSMTPServer(**options, **tls) as server:
         assert server.url.startswith("smtps://" if mode == "smtps" else "smtp://")
         transport = SmtpTransport(server.url, timeout_seconds=2, tls_context=client_context)
         intent_id = add(session_factory, "order:1", "ada@example.com")
