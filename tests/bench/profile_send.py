@@ -159,11 +159,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-n", "--messages", type=int, default=5000)
     parser.add_argument("--backends", nargs="+", default=["sqlite", "postgresql"])
     parser.add_argument("--connections", type=int, default=1)
+    parser.add_argument("--pipelining", action="store_true", help="the sink offers PIPELINING")
+    parser.add_argument("--chunking", action="store_true", help="the sink offers CHUNKING")
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
     workdir = Path(tempfile.mkdtemp(prefix="profile-send-"))
     cluster = pgcluster.start_cluster() if "postgresql" in args.backends else None
-    sink = SubprocessSMTPServer.start()
+    sink = SubprocessSMTPServer.start(pipelining=args.pipelining, chunking=args.chunking)
     figures = {}
     try:
         for number, backend in enumerate(args.backends, start=1):
