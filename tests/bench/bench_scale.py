@@ -16,6 +16,7 @@ so that one sink's process is not the limit), with real ``console worker`` proce
 
     python -m tests.bench.bench_scale                      # everything (~15 min on 2 cores)
     python -m tests.bench.bench_scale --only throughput --messages 3000
+    python -m tests.bench.bench_scale --only throughput --pipelining --chunking  # sinks like Postfix
 
 Targets: 4 processes >= 3x one; worker CPU a message <= 2x the bare client's (or
 <= 0.6 ms); critical p99 <= 1 s with the bulk backlog never empty (it is sized from
@@ -71,13 +72,14 @@ TARGETS = {
 class Bench:
     """The cluster, the sink and a counter for fresh databases."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, pipelining: bool = False, chunking: bool = False) -> None:
         self.workdir = workdir
         self.cluster = pgcluster.start_cluster(max_connections=300)
         template_url = pgcluster.create_database(self.cluster, "bench_template")
         migrate_to_head(template_url)
         # one sink a worker process: a single aiosmtpd process is busy at about 2,000 msg/s
-        self.sinks = [SubprocessSMTPServer.start() for _ in range(SINKS)]
+        offers = dict(pipelining=pipelining, chunking=chunking)  # what each sink's EHLO offers
+        self.sinks = [SubprocessSMTPServer.start(**offers) for _ in range(SINKS)]
         self.sink = self.sinks[0]
         self._databases = 0
 
@@ -465,13 +467,18 @@ def main() -> None:
         action="append",
         help="run only these parts (repeatable)",
     )
+    parser.add_argument("--pipelining", action="store_true", help="the sinks offer PIPELINING")
+    parser.add_argument("--chunking", action="store_true", help="the sinks offer CHUNKING")
     args = parser.parse_args()
     parts = set(args.only or ["throughput", "latency", "enqueue", "rss", "metrics"])
-    bench = Bench(Path(tempfile.mkdtemp(prefix="bench-scale-")))
+    workdir = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    bench = Bench(workdir, pipelining=args.pipelining, chunking=args.chunking)
     load = " ".join(f"{value:.1f}" for value in os.getloadavg())
     print(
         f"bench_scale {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, "
-        f"load average before the run {load}",
+        f"load average before the run {load}; the sinks offer "
+        f"{'PIPELINING' if args.pipelining else 'no PIPELINING'}, "
+        f"{'CHUNKING' if args.chunking else 'no CHUNKING'}",
         flush=True,
     )
     try:
