@@ -41,6 +41,7 @@ class Settings:
     smtp_connections: int = 1
     smtp_timeout_seconds: float = 30.0
     smtp_ehlo_name: str | None = None  # None: the FQDN, else an address literal
+    smtp_discard_ehlo_keywords: frozenset[str] = frozenset()  # offered, but not to be used
     poll_seconds: float = 1.0
     batch_size: int = 50
     lease_seconds: float = 300.0
@@ -111,6 +112,7 @@ _PARSERS = {
     "CONSOLE_SMTP_CONNECTIONS": ("smtp_connections", values.positive_int),
     "CONSOLE_SMTP_TIMEOUT_SECONDS": ("smtp_timeout_seconds", values.positive_float),
     "CONSOLE_SMTP_EHLO_NAME": ("smtp_ehlo_name", _ehlo_name),
+    "CONSOLE_SMTP_DISCARD_EHLO_KEYWORDS": ("smtp_discard_ehlo_keywords", values.ehlo_keywords),
     "CONSOLE_POLL_SECONDS": ("poll_seconds", values.positive_float),
     "CONSOLE_BATCH_SIZE": ("batch_size", values.positive_int),
     "CONSOLE_LEASE_SECONDS": ("lease_seconds", values.positive_float),

@@ -133,3 +133,17 @@ def log_level(name: str, raw: str) -> str:
     if not isinstance(logging.getLevelName(value), int):
         raise ConfigError(f"{name} must be a level like INFO or DEBUG, got {raw!r}")
     return value
+
+
+# The relay's EHLO keywords the worker acts on per message; any of them may be discarded.
+DISCARDABLE_EHLO_KEYWORDS = ("size", "8bitmime", "smtputf8", "pipelining", "chunking")
+
+
+def ehlo_keywords(name: str, raw: str) -> frozenset[str]:
+    """Keywords separated by commas or spaces, in any case; only DISCARDABLE_EHLO_KEYWORDS."""
+    keywords = frozenset(raw.replace(",", " ").lower().split())
+    unknown = sorted(keywords - set(DISCARDABLE_EHLO_KEYWORDS))
+    if unknown:
+        allowed = ", ".join(DISCARDABLE_EHLO_KEYWORDS)
+        raise ConfigError(f"{name} may name only {allowed}; not {', '.join(unknown)}")
+    return keywords

@@ -23,4 +23,5 @@ def make_transport(settings: Settings) -> Transport:
         connections=settings.smtp_connections,
         timeout_seconds=settings.smtp_timeout_seconds,
         ehlo_name=settings.smtp_ehlo_name,
+        discard_ehlo_keywords=settings.smtp_discard_ehlo_keywords,
     )

@@ -110,12 +110,15 @@ class SmtpTransport:
         tls_context: ssl.SSLContext | None = None,
         ehlo_name: str | None = None,
         local_hostname: str | None = None,  # the former name of ehlo_name
+        discard_ehlo_keywords: frozenset[str] = frozenset(),
     ) -> None:
         self.endpoint = SmtpEndpoint.from_url(endpoint) if isinstance(endpoint, str) else endpoint
         self.connections = connections
         self.timeout_seconds = timeout_seconds
         self._tls_context = tls_context
         self.ehlo_name = ehlo_name_for(self.endpoint, ehlo_name or local_hostname)
+        # extensions the relay offers that are not to be used (a relay that mishandles them)
+        self.discard_ehlo_keywords = frozenset(k.lower() for k in discard_ehlo_keywords)
         self.reconnects = 0  # connections opened to replace one an error broke
         self._lost = 0  # connections lost to errors and not yet replaced
         self._idle: list[aiosmtplib.SMTP] = []
@@ -237,6 +240,8 @@ class SmtpTransport:
         except BaseException:
             client.close()
             raise
+        for keyword in self.discard_ehlo_keywords:  # as if the relay had not offered it
+            client.esmtp_extensions.pop(keyword, None)
         return client
 
     async def _envelope(

@@ -16,7 +16,7 @@ so that one sink's process is not the limit), with real ``console worker`` proce
 
     python -m tests.bench.bench_scale                      # everything (~15 min on 2 cores)
     python -m tests.bench.bench_scale --only throughput --messages 3000
-    python -m tests.bench.bench_scale --only throughput --pipelining --chunking  # sinks like Postfix
+    python -m tests.bench.bench_scale --only throughput --pipelining --chunking  # like Postfix
 
 Targets: 4 processes >= 3x one; worker CPU a message <= 2x the bare client's (or
 <= 0.6 ms); critical p99 <= 1 s with the bulk backlog never empty (it is sized from

@@ -111,3 +111,16 @@ def test_no_byte_of_the_body_leaves_before_the_data_sent_mark(relay_with):
 
     assert asyncio.run(run()).code == 250
     assert seen_at_mark == [["EHLO", "MAIL", "RCPT"]] and relay.bodies
+
+
+def test_keywords_the_operator_discards_are_not_used_though_the_relay_offers_them(relay_with):
+    relay = relay_with()  # offers PIPELINING and CHUNKING
+    transport = SmtpTransport(
+        relay.url,
+        timeout_seconds=TIMEOUT_SECONDS,
+        discard_ehlo_keywords=frozenset({"pipelining", "chunking"}),
+    )
+    results = send_all(transport, emails("ada@example.com", "bob@example.com"))
+    assert [r.code for r in results] == [250, 250]
+    assert relay.pipelined == [False, False]
+    assert "BDAT" not in relay.commands and relay.commands.count("DATA") == 2

@@ -15,6 +15,8 @@ BAD = [
     ("CONSOLE_MAIL_FROM", "nobody"),
     ("CONSOLE_COOKIE_SECURE", "maybe"),
     ("CONSOLE_MAX_ATTEMPTS", "1.5"),
+    ("CONSOLE_SMTP_DISCARD_EHLO_KEYWORDS", "pipelining, turbo"),
+    ("CONSOLE_SMTP_DISCARD_EHLO_KEYWORDS", "starttls"),
 ]
 
 
@@ -91,3 +93,23 @@ def test_log_level_and_test_switches_are_settings(tmp_path):
     assert (settings.log_level, settings.test_crash_at) == ("WARNING", "envelope")
     with pytest.raises(ConfigError, match="CONSOLE_LOG_LEVEL"):
         load_settings({"CONSOLE_LOG_LEVEL": "chatty"}, instance_path=tmp_path)
+
+
+def test_ehlo_keywords_to_discard_are_read_in_any_case_and_separated_by_commas_or_spaces(
+    tmp_path,
+):
+    default = load_settings({}, instance_path=tmp_path)
+    assert default.smtp_discard_ehlo_keywords == frozenset()
+    settings = load_settings(
+        {"CONSOLE_SMTP_DISCARD_EHLO_KEYWORDS": " PIPELINING,chunking  size "},
+        instance_path=tmp_path,
+    )
+    assert settings.smtp_discard_ehlo_keywords == {"pipelining", "chunking", "size"}
+
+
+def test_the_smtp_transport_is_given_the_keywords_to_discard(tmp_path):
+    from console.transports.factory import make_transport
+
+    environ = {"CONSOLE_SMTP_DISCARD_EHLO_KEYWORDS": "chunking"}
+    transport = make_transport(load_settings(environ, instance_path=tmp_path))
+    assert transport.discard_ehlo_keywords == {"chunking"}
