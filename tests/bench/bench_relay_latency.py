@@ -16,33 +16,27 @@ import asyncio
 import logging
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.bench.bench_send import database_url, worker_with_backlog  # noqa: E402
+from tests.support.loop_server import LoopServer  # noqa: E402
 from tests.support.smtp_server import SubprocessSMTPServer  # noqa: E402
 
 OFFERS = {"neither": (False, False), "PIPELINING": (True, False), "both": (True, True)}
 
 
-class DelayProxy:
+class DelayProxy(LoopServer):
     """Forwards 127.0.0.1:port to `target_port`, each chunk `one_way_seconds` late."""
 
     def __init__(self, target_port: int, one_way_seconds: float) -> None:
         self._target_port = target_port
         self._delay = one_way_seconds
-        self._loop = asyncio.new_event_loop()
-        self._server = self._loop.run_until_complete(
-            asyncio.start_server(self._connection, "127.0.0.1", 0)
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
+        super().__init__()
 
-    async def _connection(self, client_reader, client_writer) -> None:
+    async def _session(self, client_reader, client_writer) -> None:
         relay_reader, relay_writer = await asyncio.open_connection("127.0.0.1", self._target_port)
         await asyncio.gather(
             self._pump(client_reader, relay_writer), self._pump(relay_reader, client_writer)
@@ -54,11 +48,6 @@ class DelayProxy:
                 self._loop.call_later(self._delay, writer.write, data)
         finally:
             self._loop.call_later(self._delay, writer.close)
-
-    def stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._server.close)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
 
 
 def rate(offers: str, rtt_ms: float, count: int, connections: int, workdir: Path) -> float:

@@ -18,8 +18,9 @@ from console.core.classify import classify
 from console.transports.smtp import SmtpTransport
 from console.transports.smtp_chunking import canonical_body
 from console.vocabulary import AMBIGUOUS, DATA_SENT, PERMANENT, REPLY_READ
+from tests.integration.test_smtp_pipelining import emails
 from tests.integration.test_smtp_session import outgoing, send_all
-from tests.support.smtp_relay import RawRelay
+from tests.support.smtp_relay import relays
 
 TIMEOUT_SECONDS = 2.0
 DOTTED = (
@@ -30,19 +31,8 @@ DOTTED = (
 
 @pytest.fixture
 def relay_with():
-    relays: list[RawRelay] = []
-
-    def make(**options) -> RawRelay:
-        relays.append(RawRelay(chunking=True, **options))
-        return relays[-1]
-
-    yield make
-    for relay in relays:
-        relay.stop()
-
-
-def emails(*recipients: str):
-    return [outgoing(recipient, number=n) for n, recipient in enumerate(recipients, 1)]
+    with relays(chunking=True) as start:
+        yield start
 
 
 @pytest.mark.parametrize("pipelining", [True, False], ids=["with-pipelining", "alone"])
@@ -59,18 +49,14 @@ def test_the_body_goes_as_one_bdat_chunk_when_the_relay_offers_chunking(relay_wi
 
 
 def test_the_relay_gets_the_same_message_by_bdat_as_by_data(relay_with):
-    by_bdat = relay_with()
-    by_data = RawRelay(chunking=False)
-    try:
-        for relay in (by_bdat, by_data):
-            transport = SmtpTransport(relay.url, timeout_seconds=TIMEOUT_SECONDS)
-            [result] = send_all(transport, [outgoing("ada@example.com", body=DOTTED)])
-            assert result.code == 250
-        assert by_data.commands.count("DATA") == 1 and "BDAT" not in by_data.commands
-        assert by_bdat.bodies == by_data.bodies == [canonical_body(DOTTED)]
-        assert by_bdat.bodies[0].endswith(b"\r\nend\r\n") and b"\nbare LF\r\n" in DOTTED
-    finally:
-        by_data.stop()
+    by_bdat, by_data = relay_with(), relay_with(chunking=False)
+    for relay in (by_bdat, by_data):
+        transport = SmtpTransport(relay.url, timeout_seconds=TIMEOUT_SECONDS)
+        [result] = send_all(transport, [outgoing("ada@example.com", body=DOTTED)])
+        assert result.code == 250
+    assert by_data.commands.count("DATA") == 1 and "BDAT" not in by_data.commands
+    assert by_bdat.bodies == by_data.bodies == [canonical_body(DOTTED)]
+    assert by_bdat.bodies[0].endswith(b"\r\nend\r\n") and b"\nbare LF\r\n" in DOTTED
 
 
 def test_a_refused_chunk_is_the_relays_final_refusal_and_the_connection_goes_on(relay_with):

@@ -17,22 +17,15 @@ from console.transports import smtp_pipelining as pipelining
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import DATA_SENT, ENVELOPE, REPLY_READ
 from tests.integration.test_smtp_session import outgoing, send_all
-from tests.support.smtp_relay import RawRelay
+from tests.support.smtp_relay import relays
 
 TIMEOUT_SECONDS = 2.0
 
 
 @pytest.fixture
-def relay_with(request):
-    relays: list[RawRelay] = []
-
-    def make(**options) -> RawRelay:
-        relays.append(RawRelay(**options))
-        return relays[-1]
-
-    yield make
-    for relay in relays:
-        relay.stop()
+def relay_with():
+    with relays() as start:
+        yield start
 
 
 def emails(*recipients: str):

@@ -17,6 +17,7 @@ from console.core.classify import MESSAGE_TOO_BIG, SMTPUTF8_NOT_OFFERED, classif
 from console.transports.base import OutgoingEmail
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import DATA_SENT, ENVELOPE, PERMANENT, REPLY_READ
+from tests.support.loop_server import LoopServer
 from tests.support.smtp_server import ScriptedSMTPServer
 
 TIMEOUT_SECONDS = 2.0
@@ -205,20 +206,14 @@ def test_a_stage_that_outlasts_the_timeout_is_a_read_timeout_and_the_connection_
         assert server.connections_opened == 2 and transport.reconnects == 1
 
 
-class _DropThenSilent:
+class _DropThenSilent(LoopServer):
     """A relay that takes one email, hangs up at the next MAIL, then accepts a connection
     and never greets it: the reconnect within the envelope's deadline never completes."""
 
     def __init__(self) -> None:
         self.connections = 0
         self.silent_closed_by_client = threading.Event()
-        self._loop = asyncio.new_event_loop()
-        self._server = self._loop.run_until_complete(
-            asyncio.start_server(self._session, "127.0.0.1", 0)
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
+        super().__init__()
 
     async def _session(self, reader, writer) -> None:
         self.connections += 1
@@ -250,12 +245,6 @@ class _DropThenSilent:
             elif verb == b"QUIT":
                 writer.write(b"221 bye\r\n")
                 return
-
-    def stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._server.close)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-        self._loop.close()
 
 
 def test_a_reconnect_the_stages_deadline_cuts_short_leaves_no_connection_open():

@@ -5,13 +5,16 @@ has seen whether RCPT came with it."""
 from __future__ import annotations
 
 import asyncio
-import threading
+import contextlib
+from collections.abc import Iterator
+
+from tests.support.loop_server import LoopServer
 
 RCPT_WAIT_SECONDS = 0.3  # how long the relay waits for a RCPT sent with MAIL
 NEED_MAIL = b"503 5.5.1 Error: need MAIL command\r\n"
 
 
-class RawRelay:
+class RawRelay(LoopServer):
     """A relay on its own event loop: EHLO offers PIPELINING and CHUNKING (or not);
     MAIL's reply waits until RCPT arrives or RCPT_WAIT_SECONDS pass, and ``pipelined``
     records which; a body comes after DATA or as BDAT chunks, ``bodies`` keeps each."""
@@ -41,13 +44,8 @@ class RawRelay:
         self.delivered: list[str] = []
         self._mails = 0
         self._chunks: list[bytes] = []
-        self._loop = asyncio.new_event_loop()
-        self._server = self._loop.run_until_complete(
-            asyncio.start_server(self._session, "127.0.0.1", 0)
-        )
-        self.url = f"smtp://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
+        super().__init__()
+        self.url = f"smtp://127.0.0.1:{self.port}"
 
     async def _session(self, reader, writer) -> None:
         self.connections += 1
@@ -134,8 +132,18 @@ class RawRelay:
         recipient = line.partition(b"<")[2].partition(b">")[0].decode()
         return self.rcpt_replies.get(recipient, accepted)
 
-    def stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._server.close)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-        self._loop.close()
+
+@contextlib.contextmanager
+def relays(**defaults) -> Iterator:
+    """Start relays with `defaults` and any options of their own; stop them all after."""
+    started: list[RawRelay] = []
+
+    def start(**options) -> RawRelay:
+        started.append(RawRelay(**{**defaults, **options}))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        for relay in started:
+            relay.stop()
