@@ -12,7 +12,7 @@ import signal
 
 log = logging.getLogger("console.worker.loop")
 
-CRASH_POINTS = ("claimed", "envelope", "data_sent", "before_record")
+CRASH_POINTS = ("claimed", "envelope", "data_sent", "before_record", "claimed_ahead")
 
 
 class CrashPoint:

@@ -36,6 +36,8 @@ from console.transports.base import OutgoingEmail, Transport
 from console.transports.factory import make_transport
 from console.transports.smtp import envelope_address
 from console.vocabulary import CLAIMED, PENDING
+from console.worker.batch_claim import BatchClaimer, ClaimedBatch
+from console.worker.claim_ahead import ClaimAhead
 from console.worker.compose import compose
 from console.worker.compose_ahead import ComposeAhead
 from console.worker.crash_points import CrashPoint
@@ -76,6 +78,7 @@ class Worker:
         crash_at: str | None = None,
         guard_policy: GuardPolicy | None = None,
         budget: SendBudget | None = None,
+        claim_ahead: bool = False,
     ) -> None:
         self.session_factory = session_factory
         self._writes = SerialWrites(session_factory.kw["bind"])
@@ -89,6 +92,13 @@ class Worker:
         self.worker_id = worker_id or new_worker_id()
         self.guard = SendGuard(guard_policy, self.worker_id) if guard_policy else None
         self.budget = budget  # the provider's rate and quota; None: unlimited, no statement
+        claimer_parts = (self.decisions, lambda: self.clock(), self.worker_id, self.guard)
+        self._claimer = BatchClaimer(session_factory, settings, *claimer_parts, budget)
+        # the next batch claimed while a full one ends (PostgreSQL; see claim_ahead)
+        on_postgresql = session_factory.kw["bind"].dialect.name == "postgresql"
+        self.claims_ahead = claim_ahead and on_postgresql and budget is None
+        self._ahead_claim = ClaimAhead(self._claim_ahead_of_time)
+        self._tick_began: tuple[dt.datetime, float] | None = None  # (now, monotonic)
         relay = getattr(transport, "relay", "relay")
         self._outcomes = OutcomeWriter(settings, self.guard, relay, budget)
         self._refused_lanes: dict[str, dt.datetime] = {}  # lane -> when its intents may go
@@ -111,6 +121,7 @@ class Worker:
         options.setdefault("guard_policy", GuardPolicy.from_settings(settings))
         options.setdefault("catalog", catalog_for(settings))
         options.setdefault("budget", SendBudget.from_settings(settings))
+        options.setdefault("claim_ahead", True)
         worker = cls(
             make_session_factory(engine),
             make_transport(settings),
@@ -138,9 +149,13 @@ class Worker:
         if self._closed:
             return
         self._closed = True
-        self._runner.run(self.transport.close())
-        self._runner.close()
-        self._writes.shutdown()
+        try:
+            self._runner.run(self._give_back_claimed_ahead())
+        finally:
+            self._runner.run(self.transport.close())
+            self._runner.close()
+            self._writes.shutdown()
+            self._ahead_claim.shutdown()
         if self._owned_engine is not None:
             self._owned_engine.dispose()
 
@@ -148,13 +163,12 @@ class Worker:
         """Heartbeat and sweep, then claim one batch, send it and record each outcome."""
         report = TickReport()
         instruments.record_tick()
+        self._tick_began = (now, time.monotonic())
         self._housekeeping(now, report)
         if self.stopping:
+            report.released += await self._give_back_claimed_ahead()
             return report
-        leased, not_sent = self._claim(now)
-        for intent, decision in not_sent:
-            report.statuses[decision.status] += 1
-            log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
+        leased = await self._claim(now, report)
         report.claimed = len(leased)
         if not leased:
             if not self._waiting_for_tokens:  # idle: no connections for the relay to drop
@@ -163,42 +177,47 @@ class Worker:
         self._crash_if("claimed")
         started = time.perf_counter()
         await self._send_batch(leased, report)
+        if self.stopping:
+            report.released += await self._give_back_claimed_ahead()
         log_batch(self.worker_id, report.claimed, report.statuses, time.perf_counter() - started)
         return report
 
-    def _claim(self, now: dt.datetime):
-        """T1: lock due intents, screen each, close those not to send, lease the rest; commit."""
-        batch_size = self.settings.batch_size
-        with self.session_factory() as session:
-            lane_limits = None
-            if self.guard:  # lanes paused by their circuit breaker, or probing
-                lane_limits = self.guard.lane_limits(session, now, batch_size)
-            limits = claims.lane_limits_within(batch_size, lane_limits)
-            if self.budget:  # the shared rate and quota: critical takes tokens first
-                limits, granted = self.budget.lane_limits(session, now, limits, batch_size)
-                batch_size = granted.batch_limit(batch_size)
-                self._waiting_for_tokens = batch_size == 0
-            due = claims.lock_due(session, now, batch_size, limits)
-            suppressed = claims.suppressed_among(session, {i.recipient.lower() for i in due})
-            to_send, not_sent = [], []
-            for intent in due:
-                screened = self.clock()
-                is_suppressed = intent.recipient.lower() in suppressed
-                decision = self.decisions.at_claim(intent, is_suppressed, session, screened)
-                if decision is None:
-                    to_send.append(intent)
-                else:
-                    not_sent.append((intent, decision))
-            claims.close_unsent(session, not_sent, now)
-            lease_expires_at = now + dt.timedelta(seconds=self.settings.lease_seconds)
-            leased = claims.lease(session, to_send, now, lease_expires_at, self.worker_id)
-            if self.budget:
-                lanes = collections.Counter(claim.intent.lane for claim in leased)
-                self.budget.settle(session, now, granted, lanes)
-            session.commit()
-            if self.guard:
-                self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
-        return leased, not_sent
+    async def _claim(self, now: dt.datetime, report: TickReport) -> list[claims.Claim]:
+        """T1 (``BatchClaimer``), or the batch claimed ahead and still allowed to go."""
+        batch = await self._ahead_claim.take()
+        if batch is None:
+            batch = self._claimer.claim(now)
+            self._waiting_for_tokens = batch.waiting_for_tokens
+        else:
+            batch, report.released = self._claimer.keep_allowed(batch, now)
+        for intent, decision in batch.not_sent:
+            report.statuses[decision.status] += 1
+            log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
+        return batch.leased
+
+    def _claim_next_ahead(self, batch_size: int) -> None:
+        """The batch's last email has gone to a connection: claim the next batch now if
+        this one was full and nothing holds the worker back (see claim_ahead)."""
+        full = batch_size >= self.settings.batch_size
+        held_back = self.stopping or self._refused_lanes or self._ahead_claim.running
+        if self.claims_ahead and full and not held_back and self._tick_began:
+            tick_now, began = self._tick_began
+            self._ahead_claim.start(tick_now + dt.timedelta(seconds=time.monotonic() - began))
+
+    def _claim_ahead_of_time(self, now: dt.datetime) -> ClaimedBatch:
+        """The claim ahead, in its thread: T1 without the guard (read when its tick starts)."""
+        batch = self._claimer.claim(now, guarded=False)
+        self._crash_if("claimed_ahead")
+        return batch
+
+    async def _give_back_claimed_ahead(self) -> int:
+        """Release a batch claimed ahead that will not be sent (a stop, ``close``)."""
+        batch = await self._ahead_claim.take()
+        if batch is None:
+            return 0
+        for intent, decision in batch.not_sent:
+            log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
+        return self._claimer.give_back(batch.leased, [], self.clock())
 
     def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
         """Heartbeat, take back silent workers' leases, match early provider events; commit.
@@ -226,6 +245,8 @@ class Worker:
         async def one_connection() -> None:
             while waiting and not self.stopping:
                 claim = waiting.popleft()
+                if not waiting:
+                    self._claim_next_ahead(len(leased))
                 until = self._refused_lanes.get(claim.intent.lane)
                 until = until or self._deferral_of(claim.intent.recipient)
                 if until is not None:
@@ -244,7 +265,7 @@ class Worker:
             await self._writes.release_connection()
             self._stages.close()
             self._count_reconnects()
-        report.released = self._release(list(waiting), held_back)
+        report.released = self._claimer.give_back(list(waiting), held_back, self.clock())
 
     def _count_reconnects(self) -> None:
         """Add the connections the transport replaced since the last batch to /metrics."""
@@ -256,21 +277,6 @@ class Worker:
     def _deferral_of(self, recipient: str) -> dt.datetime | None:
         """When the recipient's domain deferred during this batch: the deferral's end."""
         return self.guard.deferral_of(recipient, self.clock()) if self.guard else None
-
-    def _release(
-        self, unsent: list[claims.Claim], held_back: list[tuple[claims.Claim, dt.datetime]]
-    ) -> int:
-        """Give back what a stop left unsent (due now) and what a deferral held back (due at
-        its end), without counting an attempt; commit."""
-        if not unsent and not held_back:
-            return 0
-        now = self.clock()
-        with self.session_factory() as session:
-            released = claims.release(session, unsent, now)
-            for claim, until in held_back:
-                released += claims.release(session, [claim], now, due_at=until)
-            session.commit()
-        return released
 
     async def _process(self, claim: claims.Claim, report: TickReport) -> None:
         """Send one claimed intent; its T2 is queued and runs while the next one is sent."""

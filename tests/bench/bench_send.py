@@ -113,7 +113,8 @@ def timed(count: int, function) -> Run:
 
 def worker_with_backlog(url: str, smtp_url: str, count: int, connections: int):
     """Enqueue `count` orders; return the engine, its session factory and a worker set up
-    as `console worker` runs (the breaker on) over `connections` SMTP connections."""
+    as `console worker` runs (the breaker on, claims ahead on PostgreSQL) over
+    `connections` SMTP connections."""
     engine = make_engine(url)
     session_factory = make_session_factory(engine)
     enqueue_orders(session_factory, count)
@@ -123,7 +124,9 @@ def worker_with_backlog(url: str, smtp_url: str, count: int, connections: int):
         concurrency=connections,
     )
     transport = SmtpTransport(smtp_url, connections=connections, timeout_seconds=30)
-    worker = Worker(session_factory, transport, settings, guard_policy=GuardPolicy())
+    worker = Worker(
+        session_factory, transport, settings, guard_policy=GuardPolicy(), claim_ahead=True
+    )
     return engine, session_factory, worker
 
 

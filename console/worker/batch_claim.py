@@ -1,0 +1,126 @@
+"""T1 of a tick: the protections' limits, a bounded batch locked, screened, leased; one commit.
+
+Also the check a batch claimed ahead (``claim_ahead``) passes at the start of its tick:
+the breakers read again, and what a lane may no longer send given back.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime as dt
+from collections.abc import Callable
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from console.core.lifecycle import Decision
+from console.store import claims
+from console.store.send_statements import DueIntent
+from console.worker.decisions import SendDecisions
+from console.worker.guard import SendGuard
+from console.worker.send_budget import SendBudget
+from console.worker.settings import WorkerSettings
+
+
+@dataclasses.dataclass(frozen=True)
+class ClaimedBatch:
+    """What one claim leased, and what it closed without an attempt (expired, suppressed...)."""
+
+    leased: list[claims.Claim]
+    not_sent: list[tuple[DueIntent, Decision]]
+    waiting_for_tokens: bool = False  # the send rate's bucket was empty
+
+
+class BatchClaimer:
+    """Claims batches for one worker; ``claim`` is safe to run in another thread, one at a
+    time, when `guarded` is False (the guard's memory then stays the event loop's)."""
+
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        settings: WorkerSettings,
+        decisions: SendDecisions,
+        clock: Callable[[], dt.datetime],
+        worker_id: str,
+        guard: SendGuard | None,
+        budget: SendBudget | None,
+    ) -> None:
+        self.session_factory = session_factory
+        self.settings = settings
+        self.decisions = decisions
+        self.clock = clock
+        self.worker_id = worker_id
+        self.guard = guard
+        self.budget = budget
+
+    def claim(self, now: dt.datetime, *, guarded: bool = True) -> ClaimedBatch:
+        """Lock due intents, screen each, close those not to send, lease the rest; commit."""
+        batch_size = self.settings.batch_size
+        granted = None
+        with self.session_factory() as session:
+            lane_limits = None
+            if self.guard and guarded:  # lanes paused by their circuit breaker, or probing
+                lane_limits = self.guard.lane_limits(session, now, batch_size)
+            limits = claims.lane_limits_within(batch_size, lane_limits)
+            if self.budget:  # the shared rate and quota: critical takes tokens first
+                limits, granted = self.budget.lane_limits(session, now, limits, batch_size)
+                batch_size = granted.batch_limit(batch_size)
+            due = claims.lock_due(session, now, batch_size, limits)
+            to_send, not_sent = self._screen(session, due)
+            claims.close_unsent(session, not_sent, now)
+            lease_expires_at = now + dt.timedelta(seconds=self.settings.lease_seconds)
+            leased = claims.lease(session, to_send, now, lease_expires_at, self.worker_id)
+            if granted is not None:
+                lanes = collections.Counter(claim.intent.lane for claim in leased)
+                self.budget.settle(session, now, granted, lanes)
+            session.commit()
+            if self.guard and guarded:
+                self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
+        return ClaimedBatch(leased, not_sent, waiting_for_tokens=batch_size == 0)
+
+    def _screen(self, session: Session, due: list[DueIntent]):
+        """Split `due` into intents to send and (intent, decision) pairs not to send now."""
+        suppressed = claims.suppressed_among(session, {i.recipient.lower() for i in due})
+        to_send, not_sent = [], []
+        for intent in due:
+            screened = self.clock()
+            is_suppressed = intent.recipient.lower() in suppressed
+            decision = self.decisions.at_claim(intent, is_suppressed, session, screened)
+            if decision is None:
+                to_send.append(intent)
+            else:
+                not_sent.append((intent, decision))
+        return to_send, not_sent
+
+    def give_back(
+        self,
+        unsent: list[claims.Claim],
+        held_back: list[tuple[claims.Claim, dt.datetime]],
+        now: dt.datetime,
+    ) -> int:
+        """Give back what a stop left unsent (due now) and what a deferral held back (due at
+        its end), without counting an attempt; commit. Return how many went back."""
+        if not unsent and not held_back:
+            return 0
+        with self.session_factory() as session:
+            released = claims.release(session, unsent, now)
+            for claim, until in held_back:
+                released += claims.release(session, [claim], now, due_at=until)
+            session.commit()
+        return released
+
+    def keep_allowed(self, batch: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
+        """A batch claimed ahead, at the start of its tick: read the breakers as a claim
+        would; give back (no attempt counted) the intents of a lane that may no longer
+        send a full batch. Return the batch kept and how many were given back."""
+        if not self.guard or not batch.leased:
+            return batch, 0
+        with self.session_factory() as session:
+            limits = self.guard.lane_limits(session, now, self.settings.batch_size)
+            full = {lane for lane, limit in limits.items() if limit >= self.settings.batch_size}
+            kept = [claim for claim in batch.leased if claim.intent.lane in full]
+            unwelcome = [claim for claim in batch.leased if claim.intent.lane not in full]
+            released = claims.release(session, unwelcome, now)
+            session.commit()
+            self.guard.release_unused_probes(session, {c.intent.lane for c in kept}, now)
+        return dataclasses.replace(batch, leased=kept), released

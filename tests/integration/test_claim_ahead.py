@@ -1,0 +1,173 @@
+"""The claim ahead (PostgreSQL): the next batch's T1 runs in a thread while the last emails
+of a full batch are still being sent; the next tick takes that batch instead of claiming.
+
+What must not change: every intent sent once, a stop or a close gives the batch back
+(no attempt counted), a lane the breaker closed meanwhile sends nothing of it, and on
+SQLite (or with a send budget) nothing is claimed ahead.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from sqlalchemy import func, select
+
+from console.models import Attempt, Intent
+from console.store.database import make_engine, make_session_factory
+from console.store.send_guards import read_breakers
+from console.transports.memory import MemoryTransport
+from console.vocabulary import OPEN, PENDING, SENDING, SUBMITTED
+from console.worker.guard import GuardPolicy, SendGuard
+from tests.support.orders import enqueue_orders
+
+pytestmark = pytest.mark.postgres
+
+BATCH = 5
+
+
+@pytest.fixture
+def pg_factory(postgres_url):
+    engine = make_engine(postgres_url)
+    yield make_session_factory(engine)
+    engine.dispose()
+
+
+def statuses(session_factory) -> dict[str, int]:
+    with session_factory() as session:
+        rows = session.execute(select(Intent.status, func.count()).group_by(Intent.status))
+        return dict(rows.all())
+
+
+def wait_for_sending(session_factory, count: int, timeout_seconds: float = 5.0) -> None:
+    """The claim ahead commits in its own thread after the tick returns: wait for it."""
+    deadline = time.monotonic() + timeout_seconds
+    while statuses(session_factory).get(SENDING, 0) != count:
+        assert time.monotonic() < deadline, f"{count} intents never held ahead"
+        time.sleep(0.02)
+
+
+def attempts_count(session_factory) -> int:
+    with session_factory() as session:
+        return session.scalar(select(func.count()).select_from(Attempt))
+
+
+def addresses(count: int) -> list[str]:
+    return [f"c{n}@example.com" for n in range(count)]
+
+
+def test_a_full_batch_claims_the_next_one_ahead_and_every_intent_goes_once(pg_factory, make_worker):
+    enqueue_orders(pg_factory, addresses(23))
+    transport = MemoryTransport()
+    worker = make_worker(
+        transport, session_factory=pg_factory, batch_size=BATCH, concurrency=2, claim_ahead=True
+    )
+
+    assert worker.run_once().claimed == BATCH
+    wait_for_sending(pg_factory, BATCH)  # the second batch, leased before its tick
+    assert statuses(pg_factory) == {SUBMITTED: BATCH, SENDING: BATCH, PENDING: 23 - 2 * BATCH}
+
+    claimed = [BATCH]
+    while report := worker.run_once():
+        if not report.claimed:
+            break
+        claimed.append(report.claimed)
+    assert claimed == [5, 5, 5, 5, 3]
+    assert statuses(pg_factory) == {SUBMITTED: 23}
+    sent = sorted(email.recipient for email in transport.sent)
+    assert sent == sorted(addresses(23)), "each intent sent once"
+    assert attempts_count(pg_factory) == 23, "one attempt each"
+
+
+def test_a_batch_that_was_not_full_claims_nothing_ahead(pg_factory, make_worker):
+    enqueue_orders(pg_factory, addresses(BATCH - 1))
+    worker = make_worker(
+        MemoryTransport(), session_factory=pg_factory, batch_size=BATCH, claim_ahead=True
+    )
+    assert worker.run_once().claimed == BATCH - 1
+    enqueue_orders(pg_factory, addresses(3), prefix="later")
+    time.sleep(0.2)
+    assert statuses(pg_factory) == {SUBMITTED: BATCH - 1, PENDING: 3}
+
+
+class StopDuringLastSend(MemoryTransport):
+    """Asks the worker to stop while it sends the batch's last email."""
+
+    def __init__(self, last_of_batch: int) -> None:
+        super().__init__()
+        self.worker = None
+        self.last_of_batch = last_of_batch
+
+    async def send(self, email, on_stage):
+        if len(self.sent) + 1 == self.last_of_batch:
+            self.worker.request_stop()
+        return await super().send(email, on_stage)
+
+
+def test_a_stop_gives_the_batch_claimed_ahead_back_uncounted(pg_factory, make_worker):
+    enqueue_orders(pg_factory, addresses(12))
+    transport = StopDuringLastSend(last_of_batch=BATCH)
+    worker = make_worker(transport, session_factory=pg_factory, batch_size=BATCH, claim_ahead=True)
+    transport.worker = worker
+
+    report = worker.run_once()
+
+    assert report.claimed == BATCH and report.released == BATCH
+    assert statuses(pg_factory) == {SUBMITTED: BATCH, PENDING: 12 - BATCH}
+    assert attempts_count(pg_factory) == BATCH, "the batch claimed ahead left no attempt"
+    with pg_factory() as session:
+        counts = session.scalars(select(Intent.attempt_count).where(Intent.status == PENDING))
+        assert set(counts) == {0}
+
+
+def test_close_gives_a_batch_claimed_ahead_back(pg_factory, make_worker):
+    enqueue_orders(pg_factory, addresses(8))
+    worker = make_worker(
+        MemoryTransport(), session_factory=pg_factory, batch_size=BATCH, claim_ahead=True
+    )
+    worker.run_once()
+    wait_for_sending(pg_factory, 8 - BATCH)
+    worker.close()
+    assert statuses(pg_factory) == {SUBMITTED: BATCH, PENDING: 8 - BATCH}
+    assert attempts_count(pg_factory) == BATCH
+
+
+def test_a_lane_the_breaker_opened_meanwhile_sends_nothing_claimed_ahead(
+    pg_factory, make_worker, clock
+):
+    enqueue_orders(pg_factory, addresses(12))
+    transport = MemoryTransport()
+    worker = make_worker(
+        transport,
+        session_factory=pg_factory,
+        batch_size=BATCH,
+        claim_ahead=True,
+        guard_policy=GuardPolicy(),
+    )
+    worker.run_once()
+    wait_for_sending(pg_factory, BATCH)
+    with pg_factory() as session:  # another worker's relay refused the session
+        SendGuard(GuardPolicy(), "another-worker").trip(session, "bulk", clock(), 421)
+        assert read_breakers(session)["bulk"].state == OPEN
+
+    report = worker.run_once()
+
+    assert report.claimed == 0 and report.released == BATCH
+    assert len(transport.sent) == BATCH, "nothing of the paused lane went out"
+    assert statuses(pg_factory) == {SUBMITTED: BATCH, PENDING: 12 - BATCH}
+    assert attempts_count(pg_factory) == BATCH
+
+
+def test_on_sqlite_nothing_is_claimed_ahead(sqlite_url, make_worker):
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    enqueue_orders(factory, addresses(8))
+    worker = make_worker(MemoryTransport(), session_factory=factory, batch_size=BATCH)
+    worker_ahead = make_worker(
+        MemoryTransport(), session_factory=factory, batch_size=BATCH, claim_ahead=True
+    )
+    assert not worker_ahead.claims_ahead and not worker.claims_ahead
+    worker_ahead.run_once()
+    time.sleep(0.2)
+    assert statuses(factory) == {SUBMITTED: BATCH, PENDING: 8 - BATCH}
+    engine.dispose()
