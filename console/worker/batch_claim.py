@@ -1,7 +1,8 @@
 """T1 of a tick: the protections' limits, a bounded batch locked, screened, leased; one commit.
 
-Also the check a batch claimed ahead (``claim_ahead``) passes at the start of its tick:
-the breakers read again, and what a lane may no longer send given back.
+Also what a batch claimed ahead (``claim_ahead``) goes through at the start of its tick:
+the breakers read again, what a lane may no longer send given back, and the critical
+intents due since then claimed beside it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from console.core.lifecycle import Decision
 from console.store import claims
 from console.store.send_statements import DueIntent
+from console.vocabulary import CRITICAL, LANES
 from console.worker.decisions import SendDecisions
 from console.worker.guard import SendGuard
 from console.worker.send_budget import SendBudget
@@ -65,18 +67,26 @@ class BatchClaimer:
             if self.budget:  # the shared rate and quota: critical takes tokens first
                 limits, granted = self.budget.lane_limits(session, now, limits, batch_size)
                 batch_size = granted.batch_limit(batch_size)
-            due = claims.lock_due(session, now, batch_size, limits)
-            to_send, not_sent = self._screen(session, due)
-            claims.close_unsent(session, not_sent, now)
-            lease_expires_at = now + dt.timedelta(seconds=self.settings.lease_seconds)
-            leased = claims.lease(session, to_send, now, lease_expires_at, self.worker_id)
+            batch = self._lease_due(session, now, batch_size, limits)
+            leased = batch.leased
             if granted is not None:
                 lanes = collections.Counter(claim.intent.lane for claim in leased)
                 self.budget.settle(session, now, granted, lanes)
             session.commit()
             if self.guard and guarded:
                 self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
-        return ClaimedBatch(leased, not_sent, waiting_for_tokens=batch_size == 0)
+        return dataclasses.replace(batch, waiting_for_tokens=batch_size == 0)
+
+    def _lease_due(
+        self, session: Session, now: dt.datetime, batch_size: int, limits: dict[str, int]
+    ) -> ClaimedBatch:
+        """Lock due intents, screen each, close those not to send, lease the rest."""
+        due = claims.lock_due(session, now, batch_size, limits)
+        to_send, not_sent = self._screen(session, due)
+        claims.close_unsent(session, not_sent, now)
+        lease_expires_at = now + dt.timedelta(seconds=self.settings.lease_seconds)
+        leased = claims.lease(session, to_send, now, lease_expires_at, self.worker_id)
+        return ClaimedBatch(leased, not_sent)
 
     def _screen(self, session: Session, due: list[DueIntent]):
         """Split `due` into intents to send and (intent, decision) pairs not to send now."""
@@ -109,18 +119,23 @@ class BatchClaimer:
             session.commit()
         return released
 
-    def keep_allowed(self, batch: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
-        """A batch claimed ahead, at the start of its tick: read the breakers as a claim
-        would; give back (no attempt counted) the intents of a lane that may no longer
-        send a full batch. Return the batch kept and how many were given back."""
-        if not self.guard or not batch.leased:
-            return batch, 0
+    def claim_beside(self, ahead: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
+        """A batch claimed ahead, at the start of its tick: the breakers read as a claim reads
+        them; the intents of a lane that may no longer send a full batch given back (no
+        attempt counted); critical intents due since the claim ahead claimed now and put
+        first. Commit; return the batch to send and how many intents went back."""
+        batch_size = self.settings.batch_size
         with self.session_factory() as session:
-            limits = self.guard.lane_limits(session, now, self.settings.batch_size)
-            full = {lane for lane, limit in limits.items() if limit >= self.settings.batch_size}
-            kept = [claim for claim in batch.leased if claim.intent.lane in full]
-            unwelcome = [claim for claim in batch.leased if claim.intent.lane not in full]
+            lane_limits = self.guard.lane_limits(session, now, batch_size) if self.guard else None
+            limits = claims.lane_limits_within(batch_size, lane_limits)
+            full = {lane for lane, limit in limits.items() if limit >= batch_size}
+            kept = [claim for claim in ahead.leased if claim.intent.lane in full]
+            unwelcome = [claim for claim in ahead.leased if claim.intent.lane not in full]
             released = claims.release(session, unwelcome, now)
+            critical_only = {lane: limits[lane] if lane == CRITICAL else 0 for lane in LANES}
+            critical = self._lease_due(session, now, batch_size, critical_only)
             session.commit()
-            self.guard.release_unused_probes(session, {c.intent.lane for c in kept}, now)
-        return dataclasses.replace(batch, leased=kept), released
+            leased = sorted(kept + critical.leased, key=lambda c: c.intent.lane != CRITICAL)
+            if self.guard:
+                self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
+        return ClaimedBatch(leased, critical.not_sent + ahead.not_sent), released

@@ -13,7 +13,9 @@ The claim ahead is the same T1, one batch earlier; nothing else changes:
 - its leases and ``claimed`` attempts are committed before the tick that sends
   them: a crash leaves them to the lease sweep like any claim never handed over;
 - the breakers are read again when its tick starts, and a lane that may no longer
-  send a full batch gets its intents back (``BatchClaimer.keep_allowed``);
+  send a full batch gets its intents back (``BatchClaimer.claim_beside``);
+- critical intents due since the claim ahead are claimed then and go first: a
+  bulk backlog still delays a login code by at most the batch in flight;
 - a stop or ``close`` gives the batch back, no attempt counted;
 - no claim ahead when the batch was not full, while the relay refuses a lane,
   or with a send budget (its tokens are taken by the claim, in order).

@@ -189,7 +189,7 @@ class Worker:
             batch = self._claimer.claim(now)
             self._waiting_for_tokens = batch.waiting_for_tokens
         else:
-            batch, report.released = self._claimer.keep_allowed(batch, now)
+            batch, report.released = self._claimer.claim_beside(batch, now)
         for intent, decision in batch.not_sent:
             report.statuses[decision.status] += 1
             log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import func, select
 
 from console.models import Attempt, Intent
+from console.outbox import enqueue
 from console.store.database import make_engine, make_session_factory
 from console.store.send_guards import read_breakers
 from console.transports.memory import MemoryTransport
@@ -171,3 +172,52 @@ def test_on_sqlite_nothing_is_claimed_ahead(sqlite_url, make_worker):
     time.sleep(0.2)
     assert statuses(factory) == {SUBMITTED: BATCH, PENDING: 8 - BATCH}
     engine.dispose()
+
+
+class LoginCodeAfterClaimAhead(MemoryTransport):
+    """While the batch's last email is sent, waits for the claim ahead to hold the next
+    batch, then commits a login code: due after the claim ahead, before its tick."""
+
+    def __init__(self, session_factory, last_of_batch: int, held_ahead: int) -> None:
+        super().__init__()
+        self.session_factory = session_factory
+        self.last_of_batch, self.held_ahead = last_of_batch, held_ahead
+        self.critical_id: int | None = None
+
+    async def send(self, email, on_stage):
+        if len(self.sent) + 1 == self.last_of_batch:
+            wait_for_sending(self.session_factory, 1 + self.held_ahead)  # this one and those
+            with self.session_factory() as session:
+                intent = enqueue(
+                    session,
+                    key="login:1",
+                    to="ada@example.com",
+                    template="login-code",
+                    params={"code": "424242"},
+                )
+                session.commit()
+            self.critical_id = intent.id
+        return await super().send(email, on_stage)
+
+
+def test_a_critical_intent_due_after_the_claim_ahead_goes_first_in_its_tick(
+    pg_factory, make_worker
+):
+    enqueue_orders(pg_factory, addresses(12))
+    transport = LoginCodeAfterClaimAhead(pg_factory, last_of_batch=BATCH, held_ahead=BATCH)
+    worker = make_worker(
+        transport,
+        session_factory=pg_factory,
+        batch_size=BATCH,
+        claim_ahead=True,
+        max_attempts=8,
+        mail_from="shop@example.com",
+    )
+    assert worker.run_once().claimed == BATCH
+    assert transport.critical_id is not None
+
+    report = worker.run_once()
+
+    assert report.claimed == BATCH + 1, "the batch claimed ahead, and the login code"
+    assert transport.sent[BATCH].intent_id == transport.critical_id, "first of its tick"
+    assert statuses(pg_factory) == {SUBMITTED: 2 * BATCH + 1, PENDING: 12 - 2 * BATCH}
