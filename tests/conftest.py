@@ -55,6 +55,17 @@ def pg_cluster():
 
 
 @pytest.fixture(scope="session")
+def pg_far_port(pg_cluster):
+    """The port of a proxy in front of the cluster that delays each direction 0.5 ms:
+    a database across a network (a round trip of ~2.5 ms with the proxy's timers)."""
+    from tests.support.delay_proxy import SubprocessDelayProxy
+
+    proxy = SubprocessDelayProxy(pg_cluster.port, 0.0005)
+    yield proxy.port
+    proxy.stop()
+
+
+@pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory) -> str:
     """Path of a SQLite file migrated to head, copied for each test."""
     path = tmp_path_factory.mktemp("sqlite-template") / "template.db"

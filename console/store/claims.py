@@ -23,7 +23,17 @@ import datetime as dt
 import secrets
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import Integer, bindparam, exists, func, literal, select, union_all, update
+from sqlalchemy import (
+    Connection,
+    Integer,
+    bindparam,
+    exists,
+    func,
+    literal,
+    select,
+    union_all,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from console.core.lifecycle import Decision
@@ -32,7 +42,7 @@ from console.store import holds, lease_arrays, suppression_lookup
 from console.store import send_statements as s
 from console.store.columns import UTCDateTime
 from console.store.state_tables import DomainDeferral
-from console.vocabulary import CLAIMED, LANES, PENDING, SENDING
+from console.vocabulary import CLAIMED, CRITICAL, LANES, PENDING, SENDING
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +119,14 @@ def _lock_due_skip_locked(
         rows = connection.execute(_LOCK_DUE_IN_LANE[lane], values)
         due += [s.DueIntent.from_row(row) for row in rows]
     return due
+
+
+_CRITICAL_DUE = select(exists(_due_in_lane(CRITICAL).with_only_columns(s.INTENT.c.id)))
+
+
+def critical_due(connection: Connection, now: dt.datetime) -> bool:
+    """Whether a critical intent is due at `now` (as a claim would find it)."""
+    return bool(connection.execute(_CRITICAL_DUE, {"b_now": now}).scalar())
 
 
 def _mark_due_sending_statement():

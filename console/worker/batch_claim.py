@@ -15,7 +15,7 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session, sessionmaker
 
 from console.core.lifecycle import Decision
-from console.store import claims
+from console.store import claims, send_guards
 from console.store.send_statements import DueIntent
 from console.vocabulary import CRITICAL, LANES
 from console.worker.decisions import SendDecisions
@@ -120,6 +120,21 @@ class BatchClaimer:
         return released
 
     def claim_beside(self, ahead: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
+        """A batch claimed ahead, at the start of its tick: sent as it is when every breaker
+        is closed and no critical intent is due (two reads, no transaction), else
+        ``_claim_beside``."""
+        with self.session_factory.kw["bind"].connect() as connection:
+            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+            if claims.critical_due(connection, now):
+                return self._claim_beside(ahead, now)
+            if not self.guard:
+                return ahead, 0
+            with Session(connection) as session:
+                if self.guard.all_closed(send_guards.read_breakers(session)):
+                    return ahead, 0
+        return self._claim_beside(ahead, now)
+
+    def _claim_beside(self, ahead: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
         """A batch claimed ahead, at the start of its tick: the breakers read as a claim reads
         them; the intents of a lane that may no longer send a full batch given back (no
         attempt counted); critical intents due since the claim ahead claimed now and put

@@ -129,6 +129,13 @@ class SendGuard:
         session.commit()
         return limits
 
+    def all_closed(self, stored: dict[str, BreakerState]) -> bool:
+        """Whether every lane's breaker is closed as `stored` and as this worker last saw
+        it, with no probe of its own: ``lane_limits`` would then let every lane claim a
+        full batch and change nothing."""
+        states = (*self.states.values(), *stored.values())
+        return not self.probing and all(state.state == CLOSED for state in states)
+
     def _take_probe(self, session: Session, lane: str, state: BreakerState, now) -> str:
         probing = breaker.start_probe(state, self.policy.breaker, now)
         if not send_guards.write_breaker_state(

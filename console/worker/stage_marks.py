@@ -1,12 +1,23 @@
 """What the worker does as a send moves from stage to stage: the crash points of the
 tests, and the ``data_sent`` mark committed before the body, which is also the last
 check of the suppression list.
+
+The body waits for its mark; the other connections need not. To a database across
+a network (a mark slower than ``serial_writes.INLINE_ROUND_TRIP_SECONDS``, or not
+yet timed) each mark runs in a thread of a small pool, on that thread's own
+connection, while the event loop goes on with the other sends. To a database next
+door, and always on SQLite, it runs in the event loop's thread: there the hand-over
+would cost more than the round trip. The worker chooses between batches
+(``run_inline``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import Connection, Engine
 
@@ -16,6 +27,10 @@ from console.vocabulary import DATA_SENT, ENVELOPE
 from console.worker.crash_points import CrashPoint
 
 SUPPRESSED_BEFORE_BODY = "recipient suppressed before its body was sent (envelope reset)"
+# Marks in flight at once in threads: a database connection each, from the engine's
+# pool (10 at most), which the claim and the records use too.
+MARK_THREADS_LIMIT = 4
+SUPPRESSED, SWEPT = "suppressed", "swept"  # why a mark was refused
 
 
 class LeaseLost(RuntimeError):
@@ -27,16 +42,38 @@ class SuppressedBeforeBody(RuntimeError):
 
 
 class StageMarks:
-    """The transport's stage callback of one worker, on one connection per batch."""
+    """The transport's stage callback of one worker: its marks on one connection per
+    batch in the event loop's thread, or on one per mark thread."""
 
     def __init__(
-        self, engine: Engine, crash_if: CrashPoint, after_mark: Callable[[], None] | None = None
+        self,
+        engine: Engine,
+        crash_if: CrashPoint,
+        after_mark: Callable[[], None] | None = None,
+        threads: int = 1,
     ) -> None:
         self._engine = engine
         self._crash_if = crash_if
         self._after_mark = after_mark  # called once the mark is committed, before the body
         self._connection: Connection | None = None
         self._mark_seconds: float | None = None
+        self._always_inline = engine.dialect.name == "sqlite"
+        self._inline = self._always_inline
+        self._threads = max(1, min(threads, MARK_THREADS_LIMIT))
+        self._executor: ThreadPoolExecutor | None = None
+        self._local = threading.local()  # a mark thread's connection
+        self._thread_connections: list[Connection] = []
+        self._lock = threading.Lock()
+
+    @property
+    def inline(self) -> bool:
+        """True while the marks run in the event loop's thread."""
+        return self._inline
+
+    def run_inline(self, inline: bool) -> None:
+        """Between batches: the next marks in the event loop's thread (True) or in the
+        mark threads (False; never on SQLite)."""
+        self._inline = self._always_inline or inline
 
     async def on_stage(self, email: OutgoingEmail, stage: str) -> None:
         """Commit ``data_sent`` before the body; raise (the body must not go) if it cannot."""
@@ -44,20 +81,46 @@ class StageMarks:
             self._crash_if("envelope")
         if stage != DATA_SENT:
             return
-        connection = self._marks_connection()
-        forms = suppression_lookup.recipient_forms(email.recipient)
-        started = time.perf_counter()
-        marked = attempt_records.mark_data_sent_unless_suppressed(
-            connection, email.attempt_id, forms
-        )
-        self._note_mark_seconds(time.perf_counter() - started)
-        if not marked:
-            if suppression_lookup.is_suppressed_now(connection, email.recipient):
-                raise SuppressedBeforeBody(f"{email.recipient} was suppressed after the claim")
+        if self._inline:
+            refused = self._mark(self._marks_connection(), email.attempt_id, email.recipient)
+        else:
+            refused = await asyncio.get_running_loop().run_in_executor(
+                self._mark_executor(), self._mark_in_thread, email.attempt_id, email.recipient
+            )
+        if refused == SUPPRESSED:
+            raise SuppressedBeforeBody(f"{email.recipient} was suppressed after the claim")
+        if refused == SWEPT:
             raise LeaseLost(f"attempt {email.attempt_id} was swept before its body was sent")
         self._crash_if("data_sent")
         if self._after_mark is not None:
             self._after_mark()
+
+    def _mark(self, connection: Connection, attempt_id: int, recipient: str) -> str | None:
+        """Commit the mark on `connection`: None, or why it was refused."""
+        forms = suppression_lookup.recipient_forms(recipient)
+        started = time.perf_counter()
+        marked = attempt_records.mark_data_sent_unless_suppressed(connection, attempt_id, forms)
+        self._note_mark_seconds(time.perf_counter() - started)
+        if marked:
+            return None
+        return SUPPRESSED if suppression_lookup.is_suppressed_now(connection, recipient) else SWEPT
+
+    def _mark_in_thread(self, attempt_id: int, recipient: str) -> str | None:
+        connection = getattr(self._local, "connection", None)
+        if connection is None or connection.closed:
+            connection = self._local.connection = attempt_records.writer(self._engine)
+            with self._lock:
+                self._thread_connections.append(connection)
+        try:
+            return self._mark(connection, attempt_id, recipient)
+        except BaseException:
+            connection.close()  # the thread's next mark starts on a fresh connection
+            raise
+
+    def _mark_executor(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="console-mark")
+        return self._executor
 
     @property
     def mark_seconds(self) -> float | None:
@@ -69,10 +132,19 @@ class StageMarks:
         self._mark_seconds = seconds if previous is None else 0.9 * previous + 0.1 * seconds
 
     def close(self) -> None:
-        """Give the batch's connection back to the pool."""
+        """Give the batch's connections back to the pool (between batches: no mark in flight)."""
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+        with self._lock:
+            connections, self._thread_connections = self._thread_connections, []
+        for connection in connections:
+            connection.close()
+
+    def shutdown(self) -> None:
+        self.close()
+        if self._executor is not None:
+            self._executor.shutdown()
 
     def _marks_connection(self) -> Connection:
         """The connection of this batch's marks, in the event loop's thread."""

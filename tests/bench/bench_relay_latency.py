@@ -12,7 +12,6 @@ the second and two to the third, and the rates follow.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 import tempfile
@@ -22,32 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.bench.bench_send import database_url, worker_with_backlog  # noqa: E402
-from tests.support.loop_server import LoopServer  # noqa: E402
+from tests.support.delay_proxy import DelayProxy  # noqa: E402
 from tests.support.smtp_server import SubprocessSMTPServer  # noqa: E402
 
 OFFERS = {"neither": (False, False), "PIPELINING": (True, False), "both": (True, True)}
-
-
-class DelayProxy(LoopServer):
-    """Forwards 127.0.0.1:port to `target_port`, each chunk `one_way_seconds` late."""
-
-    def __init__(self, target_port: int, one_way_seconds: float) -> None:
-        self._target_port = target_port
-        self._delay = one_way_seconds
-        super().__init__()
-
-    async def _session(self, client_reader, client_writer) -> None:
-        relay_reader, relay_writer = await asyncio.open_connection("127.0.0.1", self._target_port)
-        await asyncio.gather(
-            self._pump(client_reader, relay_writer), self._pump(relay_reader, client_writer)
-        )
-
-    async def _pump(self, reader, writer) -> None:
-        try:
-            while data := await reader.read(65536):
-                self._loop.call_later(self._delay, writer.write, data)
-        finally:
-            self._loop.call_later(self._delay, writer.close)
 
 
 def rate(offers: str, rtt_ms: float, count: int, connections: int, workdir: Path) -> float:

@@ -113,11 +113,17 @@ def timed(count: int, function) -> Run:
 
 def worker_with_backlog(url: str, smtp_url: str, count: int, connections: int):
     """Enqueue `count` orders; return the engine, its session factory and a worker set up
-    as `console worker` runs (the breaker on, claims ahead on PostgreSQL) over
-    `connections` SMTP connections."""
+    as `console worker` runs (``bench_worker``)."""
+    engine, session_factory, worker = bench_worker(url, smtp_url, connections)
+    enqueue_orders(session_factory, count)
+    return engine, session_factory, worker
+
+
+def bench_worker(url: str, smtp_url: str, connections: int):
+    """The engine, its session factory and a worker set up as `console worker` runs (the
+    breaker on, claims ahead on PostgreSQL) over `connections` SMTP connections."""
     engine = make_engine(url)
     session_factory = make_session_factory(engine)
-    enqueue_orders(session_factory, count)
     settings = WorkerSettings(
         mail_from=MAIL_FROM,
         retry=RetryPolicy(Backoff(30, 3600, 5), 8, 86400),

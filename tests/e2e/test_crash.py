@@ -25,6 +25,7 @@ from console.transports.memory import MemoryTransport
 from console.vocabulary import AMBIGUOUS, DATA_SENT, PENDING, SENDING, SUBMITTED
 from tests.support import pgcluster
 from tests.support.commands import CONSOLE_BIN
+from tests.support.delay_proxy import url_through
 from tests.support.smtp_server import ScriptedSMTPServer
 from tests.support.workers import TestClock
 
@@ -289,12 +290,17 @@ def test_a_stale_worker_changes_nothing(moment, session_factory, make_worker, cl
 
 
 @pytest.mark.postgres
-def test_sigkill_with_a_batch_claimed_ahead_then_restart_sends_each_once(request, tmp_path):
+def test_sigkill_with_a_batch_claimed_ahead_then_restart_sends_each_once(
+    request, tmp_path, pg_far_port
+):
     url = new_database("postgresql", request, tmp_path)
     recipients = enqueue_scenario(url, 50, ORDER) + enqueue_scenario(url, 51, ORDER)
     with ScriptedSMTPServer() as server:
-        environ = worker_environment(
-            url, server.url, CONSOLE_BATCH_SIZE="2", CONSOLE_TEST_CRASH_AT="claimed_ahead"
+        environ = worker_environment(  # across a network: the worker claims ahead
+            url_through(url, pg_far_port),
+            server.url,
+            CONSOLE_BATCH_SIZE="2",
+            CONSOLE_TEST_CRASH_AT="claimed_ahead",
         )
         process = start_worker(environ, tmp_path / "ahead.log")
         assert process.wait(SETTLE_TIMEOUT_SECONDS) == -signal.SIGKILL
