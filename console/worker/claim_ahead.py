@@ -28,20 +28,21 @@ import datetime as dt
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from console.worker.batch_claim import ClaimedBatch
+from console.worker.batch_claim import BatchClaimer, ClaimedBatch
 
 
 class ClaimAhead:
     """At most one claim running in its own thread, taken by the next tick."""
 
-    def __init__(self, claim: Callable[[dt.datetime], ClaimedBatch]) -> None:
-        self._claim = claim
+    def __init__(self, claimer: BatchClaimer, crash_if: Callable[[str], None]) -> None:
+        self._claimer = claimer
+        self._crash_if = crash_if
         self._executor: ThreadPoolExecutor | None = None
         self._running: asyncio.Future[ClaimedBatch] | None = None
 
     @property
     def running(self) -> bool:
-        """True from ``start`` until the batch is taken."""
+        """True from ``start`` until the batch is taken or given back."""
         return self._running is not None
 
     def start(self, now: dt.datetime) -> None:
@@ -53,12 +54,30 @@ class ClaimAhead:
         loop = asyncio.get_running_loop()
         self._running = loop.run_in_executor(self._executor, self._claim, now)
 
-    async def take(self) -> ClaimedBatch | None:
-        """The batch claimed ahead, once its claim is over (its error raised); None when
-        no claim ahead was started."""
-        running, self._running = self._running, None
-        return None if running is None else await running
+    async def take(self, now: dt.datetime) -> tuple[ClaimedBatch, int] | None:
+        """The batch claimed ahead as its tick at `now` is to send it, and how many of its
+        intents went back (``BatchClaimer.claim_beside``); None when none was started.
+        The claim's error is raised here."""
+        batch = await self._finished()
+        return None if batch is None else self._claimer.claim_beside(batch, now)
+
+    async def give_back(self, now: dt.datetime) -> tuple[ClaimedBatch, int] | None:
+        """Give a batch claimed ahead back, no attempt counted (a stop, ``close``): the
+        batch and how many went back, or None when none was started."""
+        batch = await self._finished()
+        return None if batch is None else (batch, self._claimer.give_back(batch.leased, [], now))
 
     def shutdown(self) -> None:
         if self._executor is not None:
             self._executor.shutdown()
+
+    async def _finished(self) -> ClaimedBatch | None:
+        running, self._running = self._running, None
+        return None if running is None else await running
+
+    def _claim(self, now: dt.datetime) -> ClaimedBatch:
+        """In the thread: T1 without the guard's memory (the breakers are read again when
+        the batch's tick starts)."""
+        batch = self._claimer.claim(now, guarded=False)
+        self._crash_if("claimed_ahead")
+        return batch

@@ -36,7 +36,7 @@ from console.transports.base import OutgoingEmail, Transport
 from console.transports.factory import make_transport
 from console.transports.smtp import envelope_address
 from console.vocabulary import CLAIMED, PENDING
-from console.worker.batch_claim import BatchClaimer, ClaimedBatch
+from console.worker.batch_claim import BatchClaimer
 from console.worker.claim_ahead import ClaimAhead
 from console.worker.compose import compose
 from console.worker.compose_ahead import ComposeAhead
@@ -92,13 +92,13 @@ class Worker:
         self.worker_id = worker_id or new_worker_id()
         self.guard = SendGuard(guard_policy, self.worker_id) if guard_policy else None
         self.budget = budget  # the provider's rate and quota; None: unlimited, no statement
+        self._crash_if = CrashPoint(crash_at)
         claimer_parts = (self.decisions, lambda: self.clock(), self.worker_id, self.guard)
         self._claimer = BatchClaimer(session_factory, settings, *claimer_parts, budget)
         # the next batch claimed while a full one ends (PostgreSQL; see claim_ahead)
         on_postgresql = session_factory.kw["bind"].dialect.name == "postgresql"
         self.claims_ahead = claim_ahead and on_postgresql and budget is None
-        self._ahead_claim = ClaimAhead(self._claim_ahead_of_time)
-        self._tick_began: tuple[dt.datetime, float] | None = None  # (now, monotonic)
+        self._ahead_claim = ClaimAhead(self._claimer, self._crash_if)
         relay = getattr(transport, "relay", "relay")
         self._outcomes = OutcomeWriter(settings, self.guard, relay, budget)
         self._refused_lanes: dict[str, dt.datetime] = {}  # lane -> when its intents may go
@@ -106,7 +106,6 @@ class Worker:
         self.started_at = clock()
         self._housekept_at: dt.datetime | None = None
         self._waiting_for_tokens = False  # the last claim found the send rate's bucket empty
-        self._crash_if = CrashPoint(crash_at)
         self._ahead = ComposeAhead(self._compose, settings.concurrency)
         self._stages = StageMarks(
             session_factory.kw["bind"], self._crash_if, self._ahead.schedule, settings.concurrency
@@ -166,7 +165,6 @@ class Worker:
         """Heartbeat and sweep, then claim one batch, send it and record each outcome."""
         report = TickReport()
         instruments.record_tick()
-        self._tick_began = (now, time.monotonic())
         self._housekeeping(now, report)
         if self.stopping:
             report.released += await self._give_back_claimed_ahead()
@@ -187,42 +185,35 @@ class Worker:
 
     async def _claim(self, now: dt.datetime, report: TickReport) -> list[claims.Claim]:
         """T1 (``BatchClaimer``), or the batch claimed ahead and still allowed to go."""
-        batch = await self._ahead_claim.take()
-        if batch is None:
+        taken = await self._ahead_claim.take(now)
+        if taken is None:
             batch = self._claimer.claim(now)
             self._waiting_for_tokens = batch.waiting_for_tokens
         else:
-            batch, report.released = self._claimer.claim_beside(batch, now)
+            batch, report.released = taken
         for intent, decision in batch.not_sent:
             report.statuses[decision.status] += 1
             log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
         return batch.leased
 
     def _claim_next_ahead(self, batch_size: int) -> None:
-        """The batch's last email has gone to a connection: claim the next batch now if
-        this one was full, the database is not next door and nothing holds the worker
-        back (see claim_ahead)."""
+        """The batch's last email is out: claim the next batch now if this one was full, the
+        database is not next door and nothing holds the worker back (see claim_ahead)."""
         full = batch_size >= self.settings.batch_size
         held_back = self.stopping or self._refused_lanes or self._ahead_claim.running
         far = not self._writes.inline  # next door the thread costs the sends more than it saves
-        if self.claims_ahead and full and far and not held_back and self._tick_began:
-            tick_now, began = self._tick_began
-            self._ahead_claim.start(tick_now + dt.timedelta(seconds=time.monotonic() - began))
-
-    def _claim_ahead_of_time(self, now: dt.datetime) -> ClaimedBatch:
-        """The claim ahead, in its thread: T1 without the guard (read when its tick starts)."""
-        batch = self._claimer.claim(now, guarded=False)
-        self._crash_if("claimed_ahead")
-        return batch
+        if self.claims_ahead and full and far and not held_back:
+            self._ahead_claim.start(self.clock())
 
     async def _give_back_claimed_ahead(self) -> int:
         """Release a batch claimed ahead that will not be sent (a stop, ``close``)."""
-        batch = await self._ahead_claim.take()
-        if batch is None:
+        given_back = await self._ahead_claim.give_back(self.clock())
+        if given_back is None:
             return 0
+        batch, released = given_back
         for intent, decision in batch.not_sent:
             log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
-        return self._claimer.give_back(batch.leased, [], self.clock())
+        return released
 
     def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
         """Heartbeat, take back silent workers' leases, match early provider events; commit.
@@ -272,7 +263,7 @@ class Worker:
             await self._writes.release_connection()
             self._stages.close()
             self._count_reconnects()
-        report.released = self._claimer.give_back(list(waiting), held_back, self.clock())
+        report.released += self._claimer.give_back(list(waiting), held_back, self.clock())
 
     def _count_reconnects(self) -> None:
         """Add the connections the transport replaced since the last batch to /metrics."""
