@@ -14,6 +14,7 @@ would cost more than the round trip. The worker chooses between batches
 from __future__ import annotations
 
 import asyncio
+import collections
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +32,9 @@ SUPPRESSED_BEFORE_BODY = "recipient suppressed before its body was sent (envelop
 # pool (10 at most), which the claim and the records use too.
 MARK_THREADS_LIMIT = 4
 SUPPRESSED, SWEPT = "suppressed", "swept"  # why a mark was refused
+# The marks the database's distance is judged by: the fastest of the last ones, so a
+# slow one (a statement prepared, a pause of the machine) does not count as distance.
+RECENT_MARKS = 32
 
 
 class LeaseLost(RuntimeError):
@@ -57,6 +61,7 @@ class StageMarks:
         self._after_mark = after_mark  # called once the mark is committed, before the body
         self._connection: Connection | None = None
         self._mark_seconds: float | None = None
+        self._recent_marks: collections.deque[float] = collections.deque(maxlen=RECENT_MARKS)
         self._always_inline = engine.dialect.name == "sqlite"
         self._inline = self._always_inline
         self._threads = max(1, min(threads, MARK_THREADS_LIMIT))
@@ -124,12 +129,13 @@ class StageMarks:
 
     @property
     def mark_seconds(self) -> float | None:
-        """How long a mark's statement and commit take, a moving average (None before one)."""
+        """How long a mark's statement and commit take: the fastest of the last
+        ``RECENT_MARKS`` (None before one)."""
         return self._mark_seconds
 
     def _note_mark_seconds(self, seconds: float) -> None:
-        previous = self._mark_seconds
-        self._mark_seconds = seconds if previous is None else 0.9 * previous + 0.1 * seconds
+        self._recent_marks.append(seconds)
+        self._mark_seconds = min(self._recent_marks)
 
     def close(self) -> None:
         """Give the batch's connections back to the pool (between batches: no mark in flight)."""
