@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy import Connection, Engine
@@ -16,17 +17,23 @@ from console.store import attempt_records as store
 # next to the worker a record took 0.2-0.3 ms, and the thread cost 0.28 ms of CPU a
 # message more than that (docs/benchmarks.md); a database across a network answers later.
 INLINE_ROUND_TRIP_SECONDS = 0.0005
+# Records in flight at once in threads: a database connection each, from the engine's
+# pool (10 at most), shared with the marks (worker.stage_marks) and the claims.
+WRITE_THREADS_LIMIT = 4
 
 
 class SerialWrites:
-    """The T2 records of a worker, in order, on one connection, in a thread of their own
-    or in the event loop's thread.
+    """The T2 records of a worker: in the event loop's thread, in order, on one connection;
+    or in threads of their own, each on its connection.
 
-    In the thread, a record's database round trip overlaps the sending of the next email
-    instead of stopping the event loop. (The DATA_SENT mark is not queued here:
-    the body must wait for it anyway, so it is committed inline.) ``post`` hands a
-    write over without waiting for it and without waking the event loop when it is
-    done; ``drain`` waits for every write posted so far and raises the first error.
+    In a thread, a record's database round trip overlaps the sending of the next email
+    instead of stopping the event loop. (The DATA_SENT mark is not queued here: the
+    body must wait for it, see ``worker.stage_marks``.) ``post`` hands a write over
+    without waiting for it and without waking the event loop when it is done; ``drain``
+    waits for every write posted so far and raises the first error. With ``threads``
+    above 1 (a worker with several connections) up to that many records overlap, in no
+    set order: each is a compare-and-set of its own intent's lease, so one record never
+    waits for another's round trip to a database across a network.
 
     On SQLite a write is local work, not a round trip, and a thread would only contend
     for the GIL with the event loop: the writes then run in the event loop's thread, as
@@ -38,12 +45,20 @@ class SerialWrites:
     round trip stalls the sends), in the thread when it is further away.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, threads: int = 1) -> None:
         self._engine = engine
         self._always_inline = engine.dialect.name == "sqlite"
         self._inline = self._always_inline
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-writes")
-        self._connection: Connection | None = None
+        self._local = threading.local()  # in a write thread: its connection
+        self._executor = ThreadPoolExecutor(
+            max_workers=max(1, min(threads, WRITE_THREADS_LIMIT)),
+            thread_name_prefix="console-writes",
+            initializer=self._in_write_thread,
+        )
+        self._connection: Connection | None = None  # in the event loop's thread
+        self._thread_connections: list[Connection] = []
+        self._lock = threading.Lock()
+        self._posted: list[Future] = []  # to the threads, since the last drain
         self._errors: list[BaseException] = []
         self._pending: collections.deque[tuple[Callable[..., Any], tuple]] = collections.deque()
         self._scheduled = False  # a run of the pending writes is due in the event loop
@@ -69,14 +84,14 @@ class SerialWrites:
             self._pending.append((function, args))
             self._schedule_pending()
         else:
-            self._executor.submit(self._call_keeping_errors, function, args)
+            self._posted.append(self._executor.submit(self._call_keeping_errors, function, args))
 
     async def drain(self) -> None:
         """Wait until every write posted so far is done; raise the first error among them."""
-        if self._inline:
-            self._run_pending()
-        else:
-            await asyncio.get_running_loop().run_in_executor(self._executor, _nothing)
+        self._run_pending()
+        posted, self._posted = self._posted, []
+        if posted:
+            await asyncio.wrap_future(_all_done(posted))
         if self._errors:
             first, self._errors = self._errors[0], []
             raise first
@@ -104,31 +119,50 @@ class SerialWrites:
             self._errors.append(error)
 
     def _call(self, function: Callable[..., Any], args: tuple) -> Any:
-        if self._connection is None:
-            self._connection = store.writer(self._engine)
+        connection = self._connection_here()
         try:
-            return function(self._connection, *args)
+            return function(connection, *args)
         except BaseException:
-            self._close()  # rolls back; the next write starts on a fresh connection
+            connection.close()  # rolls back; the next write starts on a fresh connection
             raise
 
+    def _in_write_thread(self) -> None:
+        self._local.write_thread = True
+
+    def _connection_here(self) -> Connection:
+        """The connection of the calling thread: the event loop's or a write thread's."""
+        if getattr(self._local, "write_thread", False):
+            connection = getattr(self._local, "connection", None)
+            if connection is None or connection.closed:
+                connection = self._local.connection = store.writer(self._engine)
+                with self._lock:
+                    self._thread_connections.append(connection)
+            return connection
+        if self._connection is None or self._connection.closed:
+            self._connection = store.writer(self._engine)
+        return self._connection
+
     def _close(self) -> None:
+        """Close every connection (no write in flight)."""
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+        with self._lock:
+            connections, self._thread_connections = self._thread_connections, []
+        for connection in connections:
+            connection.close()
 
     async def release_connection(self) -> None:
-        """Give the connection back to the pool between batches."""
-        if self._inline:
-            self._run_pending()
-            self._close()
-        else:
-            await asyncio.get_running_loop().run_in_executor(self._executor, self._close)
+        """Give the connections back to the pool between batches (after ``drain``)."""
+        await self.drain()
+        self._close()
 
     def shutdown(self) -> None:
         self._run_pending()
-        self._executor.submit(self._close).result()
+        _all_done(self._posted).result()
+        self._posted = []
         self._executor.shutdown()
+        self._close()
 
 
 def inline_for(round_trip_seconds: float | None) -> bool:
@@ -137,5 +171,21 @@ def inline_for(round_trip_seconds: float | None) -> bool:
     return round_trip_seconds is not None and round_trip_seconds <= INLINE_ROUND_TRIP_SECONDS
 
 
-def _nothing() -> None:
-    return None
+def _all_done(futures: list[Future]) -> Future:
+    """A future done when every one of `futures` is (their errors are kept elsewhere)."""
+    done: Future = Future()
+    remaining = [len(futures)]
+    lock = threading.Lock()
+
+    def one_done(_: Future) -> None:
+        with lock:
+            remaining[0] -= 1
+            last = remaining[0] == 0
+        if last:
+            done.set_result(None)
+
+    if not futures:
+        done.set_result(None)
+    for future in futures:
+        future.add_done_callback(one_done)
+    return done

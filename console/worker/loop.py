@@ -81,7 +81,7 @@ class Worker:
         claim_ahead: bool = False,
     ) -> None:
         self.session_factory = session_factory
-        self._writes = SerialWrites(session_factory.kw["bind"])
+        self._writes = SerialWrites(session_factory.kw["bind"], settings.concurrency)
         self.transport = transport
         self.settings = settings
         self._envelope_from = envelope_address(settings.mail_from)
@@ -192,7 +192,7 @@ class Worker:
         else:
             batch, report.released = taken
         for intent, decision in batch.not_sent:
-            report.statuses[decision.status] += 1
+            report.add_status(decision.status)
             log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
         return batch.leased
 
@@ -331,14 +331,14 @@ class Worker:
         )
 
     def _record(self, connection: Connection, outcome: FinishedAttempt, report: TickReport):
-        """T2 of one attempt, then its log line; in send order (see SerialWrites)."""
+        """T2 of one attempt, then its log line (SerialWrites says in which thread)."""
         claim, decision = outcome.claim, outcome.decision
         if not self._outcomes.write(connection, outcome):
-            report.stale += 1
+            report.add_stale()
             outcome_name = outcome.classification.outcome
             log_stale_attempt(claim.intent.id, claim.attempt_id, outcome_name)
             return
-        report.statuses[decision.status] += 1
+        report.add_status(decision.status)
         log_decision(
             decision,
             claim.intent.id,

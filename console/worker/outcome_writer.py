@@ -1,4 +1,4 @@
-"""T2 and what follows it, in send order (console.store.serial_writes says where it runs).
+"""T2 and what follows it (console.store.serial_writes says in which thread it runs).
 
 For each finished attempt: record the outcome (compare-and-set on the lease), put a
 mailbox the relay called unknown on the suppression list, feed the breaker and the
@@ -6,11 +6,16 @@ per-domain back-off, halve the shared send rate after a throttling reply, and ra
 the alerts that name the relay's reply. A refusal of the session
 (``Classification.blames_session``) is not recorded as an attempt: the lane's breaker
 opens at once, the intent waits uncharged, an operator is told.
+
+Records of one batch may run in several threads at once: the compare-and-set of each
+needs nothing of the others, and what follows it (the breaker's memory, the shared
+rate, suppressions, alerts) runs under one lock, one record at a time.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
@@ -43,17 +48,26 @@ class OutcomeWriter:
         self.guard = guard
         self.relay = relay
         self.budget = budget
+        self._after_record = threading.Lock()  # what follows a record: one at a time
 
     def write(self, connection: Connection, outcome: FinishedAttempt) -> bool:
         """Record `outcome`; False when this worker's lease was lost (a stale write)."""
         if outcome.classification.blames_session:
-            return self._hold_after_session_refusal(connection, outcome)
+            with self._after_record:
+                return self._hold_after_session_refusal(connection, outcome)
         claim, result, classification = outcome.claim, outcome.result, outcome.classification
         recorded = attempt_records.record_outcome(
             connection, claim, result, classification, outcome.decision, outcome.now
         )
         if not recorded:
             return False
+        with self._after_record:
+            self._after_recorded(connection, outcome)
+        return True
+
+    def _after_recorded(self, connection: Connection, outcome: FinishedAttempt) -> None:
+        """What a recorded outcome calls for beyond its record."""
+        claim, result, classification = outcome.claim, outcome.result, outcome.classification
         throttled = classification.blamed == THROTTLING
         if throttled and self.budget:  # every worker slows down: the shared rate halves
             self.budget.throttled(connection, outcome.now)
@@ -81,7 +95,6 @@ class OutcomeWriter:
                     message_level=classification.blamed == "message",
                     throttled=throttled,
                 )
-        return True
 
     def _hold_after_session_refusal(self, connection: Connection, outcome: FinishedAttempt):
         """Open the lane's breaker, give the intent back uncharged, raise the alert."""

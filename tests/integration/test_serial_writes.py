@@ -123,3 +123,38 @@ def test_a_worker_on_postgresql_chooses_where_its_records_run_from_its_marks(
     assert worker._stages.mark_seconds is not None  # this batch's mark was timed
     with session_factory() as session:
         assert session.get(Intent, intent_id).status == SUBMITTED
+
+
+@pytest.mark.postgres
+def test_to_a_far_database_writes_overlap_on_several_threads_and_drain_waits_for_all(
+    postgres_url,
+):
+    """Each record is its own compare-and-set: across a network they need not queue."""
+    import threading
+    import time
+
+    writes = SerialWrites(make_engine(postgres_url), threads=3)
+    running, most_at_once, done = [0], [0], []
+    lock = threading.Lock()
+
+    def slow_write(connection, number: int) -> None:
+        with lock:
+            running[0] += 1
+            most_at_once[0] = max(most_at_once[0], running[0])
+        connection.execute(text("SELECT pg_sleep(0.1)"))
+        with lock:
+            running[0] -= 1
+            done.append(number)
+
+    async def batch() -> float:
+        started = time.perf_counter()
+        for number in range(6):
+            writes.post(slow_write, number)
+        await writes.drain()
+        return time.perf_counter() - started
+
+    elapsed = asyncio.run(batch())
+    assert sorted(done) == list(range(6)), "drain waited for every write"
+    assert most_at_once[0] == 3
+    assert elapsed < 0.5, "six writes of 0.1 s on three threads: two rounds"
+    writes.shutdown()
