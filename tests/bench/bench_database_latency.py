@@ -27,7 +27,7 @@ from sqlalchemy import text
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from console.store.database import make_engine  # noqa: E402
-from tests.bench.bench_send import bench_worker, database_url, enqueue_orders  # noqa: E402
+from tests.bench.bench_send import bench_worker, database_url, drain_seconds, enqueue_orders  # noqa: E402
 from tests.support import pgcluster  # noqa: E402
 from tests.support.delay_proxy import SubprocessDelayProxy, url_through  # noqa: E402
 from tests.support.smtp_server import SubprocessSMTPServer  # noqa: E402
@@ -57,10 +57,7 @@ def drain_rate(cluster, sink, proxy, count: int, connections: int, claim_ahead: 
     enqueue_orders(session_factory, count)
     worker.claims_ahead = claim_ahead
     try:
-        started = time.perf_counter()
-        while worker.run_once().claimed:
-            pass
-        return count / (time.perf_counter() - started)
+        return count / drain_seconds(worker)
     finally:
         worker.close()
         engine.dispose()

@@ -15,12 +15,11 @@ import argparse
 import logging
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.bench.bench_send import database_url, worker_with_backlog  # noqa: E402
+from tests.bench.bench_send import database_url, drain_seconds, worker_with_backlog  # noqa: E402
 from tests.support.delay_proxy import DelayProxy  # noqa: E402
 from tests.support.smtp_server import SubprocessSMTPServer  # noqa: E402
 
@@ -39,10 +38,7 @@ def rate(offers: str, rtt_ms: float, count: int, connections: int, workdir: Path
         url, f"smtp://127.0.0.1:{proxy.port}", count, connections
     )
     try:
-        started = time.perf_counter()
-        while worker.run_once().claimed:
-            pass
-        return count / (time.perf_counter() - started)
+        return count / drain_seconds(worker)
     finally:
         worker.close()
         engine.dispose()

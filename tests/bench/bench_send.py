@@ -136,6 +136,14 @@ def bench_worker(url: str, smtp_url: str, connections: int):
     return engine, session_factory, worker
 
 
+def drain_seconds(worker) -> float:
+    """Tick `worker` until a claim comes back empty; the seconds it took."""
+    started = time.perf_counter()
+    while worker.run_once().claimed:
+        pass
+    return time.perf_counter() - started
+
+
 def drain_with_worker(url: str, smtp_url: str, count: int, connections: int) -> Run:
     """Enqueue `count` intents, then time the worker until all are submitted."""
     engine, session_factory, worker = worker_with_backlog(url, smtp_url, count, connections)

@@ -109,11 +109,12 @@ def intent_rows(db_url: str) -> list[Intent]:
         engine.dispose()
 
 
-def attempt_outcomes(db_url: str, intent_id: int) -> list[str | None]:
+def attempt_outcomes(db_url: str, intent_id: int, column=Attempt.outcome) -> list[str | None]:
+    """The intent's attempts' `column`, oldest first (default: their outcomes)."""
     engine = make_engine(db_url)
     try:
         with make_session_factory(engine)() as session:
-            query = select(Attempt.outcome).where(Attempt.intent_id == intent_id)
+            query = select(column).where(Attempt.intent_id == intent_id)
             return list(session.scalars(query.order_by(Attempt.id)))
     finally:
         engine.dispose()
@@ -307,7 +308,7 @@ def test_sigkill_with_a_batch_claimed_ahead_then_restart_sends_each_once(
         held_ahead = [
             row.id
             for row in intent_rows(url)
-            if row.status == SENDING and attempt_stages(url, row.id) == ["claimed"]
+            if row.status == SENDING and attempt_outcomes(url, row.id, Attempt.stage) == ["claimed"]
         ]
         assert len(held_ahead) == 2, "killed holding the batch claimed ahead"
 
@@ -328,13 +329,3 @@ def test_sigkill_with_a_batch_claimed_ahead_then_restart_sends_each_once(
             assert attempt_outcomes(url, row.id) == ["transient", "accepted"]
         elif row.status != AMBIGUOUS:  # the batch in flight at the kill may be unknown
             assert row.status == SUBMITTED and delivered[row.message_id] == 1
-
-
-def attempt_stages(db_url: str, intent_id: int) -> list[str]:
-    engine = make_engine(db_url)
-    try:
-        with make_session_factory(engine)() as session:
-            query = select(Attempt.stage).where(Attempt.intent_id == intent_id)
-            return list(session.scalars(query.order_by(Attempt.id)))
-    finally:
-        engine.dispose()

@@ -17,14 +17,13 @@ import pytest
 from sqlalchemy import func, select
 
 from console.models import Attempt, Intent
-from console.outbox import enqueue
 from console.store.database import make_engine, make_session_factory
 from console.store.send_guards import read_breakers
 from console.transports.memory import MemoryTransport
 from console.vocabulary import OPEN, PENDING, SENDING, SUBMITTED
 from console.worker.guard import GuardPolicy, SendGuard
 from tests.support.delay_proxy import url_through
-from tests.support.orders import enqueue_orders
+from tests.support.orders import enqueue_login_code, enqueue_orders
 
 pytestmark = pytest.mark.postgres
 
@@ -208,16 +207,7 @@ class LoginCodeAfterClaimAhead(MemoryTransport):
     async def send(self, email, on_stage):
         if len(self.sent) + 1 == self.last_of_batch:
             wait_for_sending(self.session_factory, 1 + self.held_ahead)  # this one and those
-            with self.session_factory() as session:
-                intent = enqueue(
-                    session,
-                    key="login:1",
-                    to="ada@example.com",
-                    template="login-code",
-                    params={"code": "424242"},
-                )
-                session.commit()
-            self.critical_id = intent.id
+            self.critical_id = enqueue_login_code(self.session_factory)
         return await super().send(email, on_stage)
 
 

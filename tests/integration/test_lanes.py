@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import insert
 
 from console.models import Intent, utcnow
-from console.outbox import enqueue
 from console.transports.memory import MemoryTransport
 from console.vocabulary import BULK, DATA_SENT, PENDING, SUBMITTED
+from tests.support.orders import enqueue_login_code
 
 BULK_BACKLOG = 20_000
 BATCH_SIZE = 50
@@ -62,16 +62,7 @@ class EnqueueDuringSend(MemoryTransport):
         return await super().send(email, enqueue_mid_batch)
 
     def _enqueue_login_code(self) -> None:
-        with self.session_factory() as session:
-            intent = enqueue(
-                session,
-                key="login:7",
-                to="ada@example.com",
-                template="login-code",
-                params={"code": "424242"},
-            )
-            session.commit()
-        self.critical_id = intent.id
+        self.critical_id = enqueue_login_code(self.session_factory)
         self.sends_when_enqueued = self.sends
 
 

@@ -23,3 +23,13 @@ def enqueue_orders(session_factory, addresses, prefix: str = "order") -> list[in
             ids.append(enqueue(session, key=f"{prefix}:{number}", to=address, **ORDER).id)
         session.commit()
     return ids
+
+
+def enqueue_login_code(session_factory, key: str = "login:7") -> int:
+    """Enqueue a login code (the critical lane) to ada@example.com; commit; its id."""
+    with session_factory() as session:
+        intent = enqueue(
+            session, key=key, to="ada@example.com", template="login-code", params={"code": "424242"}
+        )
+        session.commit()
+    return intent.id
