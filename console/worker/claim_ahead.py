@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from console.worker.batch_claim import BatchClaimer, ClaimedBatch
+
+log = logging.getLogger("console.worker.loop")
 
 
 class ClaimAhead:
@@ -63,9 +66,21 @@ class ClaimAhead:
 
     async def give_back(self, now: dt.datetime) -> tuple[ClaimedBatch, int] | None:
         """Give a batch claimed ahead back, no attempt counted (a stop, ``close``): the
-        batch and how many went back, or None when none was started."""
-        batch = await self._finished()
-        return None if batch is None else (batch, self._claimer.give_back(batch.leased, [], now))
+        batch and how many went back, or None when none was claimed. A database that
+        fails here is logged, not raised: the leases then expire and the sweep gives
+        the intents back as it does after a crash."""
+        try:
+            batch = await self._finished()
+        except Exception:  # noqa: BLE001 - its transaction rolled back: nothing was leased
+            log.warning("the claim ahead failed; nothing to give back", exc_info=True)
+            return None
+        if batch is None:
+            return None
+        try:
+            return batch, self._claimer.give_back(batch.leased, [], now)
+        except Exception:  # noqa: BLE001 - see above
+            log.warning("could not give back the batch claimed ahead", exc_info=True)
+            return batch, 0
 
     def shutdown(self) -> None:
         if self._executor is not None:

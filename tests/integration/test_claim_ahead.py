@@ -22,7 +22,7 @@ from console.store.send_guards import read_breakers
 from console.transports.memory import MemoryTransport
 from console.vocabulary import OPEN, PENDING, SENDING, SUBMITTED
 from console.worker.guard import GuardPolicy, SendGuard
-from tests.support.delay_proxy import url_through
+from tests.support.delay_proxy import SubprocessDelayProxy, url_through
 from tests.support.orders import enqueue_login_code, enqueue_orders
 
 pytestmark = pytest.mark.postgres
@@ -232,3 +232,29 @@ def test_a_critical_intent_due_after_the_claim_ahead_goes_first_in_its_tick(
     assert report.claimed == BATCH + 1, "the batch claimed ahead, and the login code"
     assert transport.sent[BATCH].intent_id == transport.critical_id, "first of its tick"
     assert statuses(pg_factory)[SUBMITTED] == 2 * BATCH + 1  # the rest maybe claimed ahead
+
+
+def test_close_with_the_database_gone_leaves_the_batch_claimed_ahead_to_the_sweep(
+    postgres_url, pg_cluster, make_worker, caplog
+):
+    proxy = SubprocessDelayProxy(pg_cluster.port, 0.0005)  # this test's own, to cut
+    engine = make_engine(url_through(postgres_url, proxy.port))
+    direct_engine = make_engine(postgres_url)
+    direct = make_session_factory(direct_engine)
+    enqueue_orders(direct, addresses(8))
+    worker = make_worker(
+        MemoryTransport(),
+        session_factory=make_session_factory(engine),
+        batch_size=BATCH,
+        claim_ahead=True,
+    )
+    worker.run_once()
+    wait_for_sending(direct, 8 - BATCH)
+    proxy.stop()  # the database is out of reach
+
+    worker.close()  # logs, does not raise
+
+    assert "could not give back the batch claimed ahead" in caplog.text
+    assert statuses(direct) == {SUBMITTED: BATCH, SENDING: 8 - BATCH}, "leases left to expire"
+    engine.dispose()
+    direct_engine.dispose()
