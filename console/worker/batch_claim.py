@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime as dt
+import time
 from collections.abc import Callable
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -54,9 +55,18 @@ class BatchClaimer:
         self.worker_id = worker_id
         self.guard = guard
         self.budget = budget
+        self.claim_seconds: float | None = None  # the last claim's, wall clock
 
     def claim(self, now: dt.datetime, *, guarded: bool = True) -> ClaimedBatch:
-        """Lock due intents, screen each, close those not to send, lease the rest; commit."""
+        """Lock due intents, screen each, close those not to send, lease the rest; commit.
+        (``claim_seconds`` keeps how long it took.)"""
+        started = time.monotonic()
+        try:
+            return self._claim(now, guarded)
+        finally:
+            self.claim_seconds = time.monotonic() - started
+
+    def _claim(self, now: dt.datetime, guarded: bool) -> ClaimedBatch:
         batch_size = self.settings.batch_size
         granted = None
         with self.session_factory() as session:

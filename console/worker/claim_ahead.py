@@ -1,12 +1,13 @@
 """The next batch claimed while the last emails of a full batch are still being sent.
 
-Between two batches the worker's connections wait for the next claim: on PostgreSQL
-next to the worker a claim of 50 held the event loop ~9 ms of a 68 ms batch, most
-of it the database leasing 50 rows (docs/benchmarks.md). Once the last email of a
-full batch has gone to a connection, the next claim runs in a thread of its own
-while the sends in flight finish; the next tick takes that batch instead of
-claiming. Only on PostgreSQL: its row locks let the claim run beside the batch's
-writes, where SQLite's single writer would make one wait for the other.
+Between two batches the worker's connections wait for the next claim. To a
+database across a network that is about eleven round trips (at 2.6 ms a claim of
+50 took ~45 ms, a batch ~120 ms), so there the next claim runs in a thread of its
+own while the batch's last emails go, and the next tick takes that batch instead
+of claiming. It starts once the emails still waiting would take about as long to
+go as the last claim took. Only where the marks and records already run in
+threads (the database further than 0.5 ms, on PostgreSQL): next door the thread
+competed with the sends and cost more than it saved (docs/benchmarks.md).
 
 The claim ahead is the same T1, one batch earlier; nothing else changes:
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -47,6 +49,14 @@ class ClaimAhead:
     def running(self) -> bool:
         """True from ``start`` until the batch is taken or given back."""
         return self._running is not None
+
+    def start_in_time(self, now: dt.datetime, taken: int, waiting: int, began: float) -> None:
+        """Start the claim of the batch due at `now` once the `waiting` emails of this batch
+        (`taken` of it on their way since `began`, a monotonic time) will take about as long
+        to go as the last claim took: the next batch is then ready as this one ends."""
+        seconds_an_email = (time.monotonic() - began) / max(taken, 1)
+        if waiting * seconds_an_email <= (self._claimer.claim_seconds or 0.0):
+            self.start(now)
 
     def start(self, now: dt.datetime) -> None:
         """Claim the batch due at `now` in the thread; return at once."""

@@ -196,14 +196,14 @@ class Worker:
             log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
         return batch.leased
 
-    def _claim_next_ahead(self, batch_size: int) -> None:
-        """The batch's last email is out: claim the next batch now if this one was full, the
-        database is not next door and nothing holds the worker back (see claim_ahead)."""
-        full = batch_size >= self.settings.batch_size
+    def _claim_next_ahead(self, leased: int, waiting: int, began: float) -> None:
+        """Claim the next batch in time if this one was full, the database is not next door
+        and nothing holds the worker back (see claim_ahead)."""
+        full = leased >= self.settings.batch_size
         held_back = self.stopping or self._refused_lanes or self._ahead_claim.running
         far = not self._writes.inline  # next door the thread costs the sends more than it saves
         if self.claims_ahead and full and far and not held_back:
-            self._ahead_claim.start(self.clock())
+            self._ahead_claim.start_in_time(self.clock(), leased - waiting, waiting, began)
 
     async def _give_back_claimed_ahead(self) -> int:
         """Release a batch claimed ahead that will not be sent (a stop, ``close``)."""
@@ -233,7 +233,7 @@ class Worker:
             log_expired_lease(lease, decision)
 
     async def _send_batch(self, leased: list[claims.Claim], report: TickReport) -> None:
-        waiting = collections.deque(leased)
+        waiting, began = collections.deque(leased), time.monotonic()
         held_back: list[tuple[claims.Claim, dt.datetime]] = []  # their domain deferred
 
         self._refused_lanes = {}
@@ -241,8 +241,7 @@ class Worker:
         async def one_connection() -> None:
             while waiting and not self.stopping:
                 claim = waiting.popleft()
-                if not waiting:
-                    self._claim_next_ahead(len(leased))
+                self._claim_next_ahead(len(leased), len(waiting), began)
                 until = self._refused_lanes.get(claim.intent.lane)
                 until = until or self._deferral_of(claim.intent.recipient)
                 if until is not None:
