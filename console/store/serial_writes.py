@@ -9,9 +9,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 
-from console.store import attempt_records as store
+from console.store.thread_connections import ThreadConnections
 
 # A write's round trip up to which it runs in the event loop's thread: on PostgreSQL
 # next to the worker a record took 0.2-0.3 ms, and the thread cost 0.28 ms of CPU a
@@ -49,15 +49,11 @@ class SerialWrites:
         self._engine = engine
         self._always_inline = engine.dialect.name == "sqlite"
         self._inline = self._always_inline
-        self._local = threading.local()  # in a write thread: its connection
         self._executor = ThreadPoolExecutor(
             max_workers=max(1, min(threads, WRITE_THREADS_LIMIT)),
             thread_name_prefix="console-writes",
-            initializer=self._in_write_thread,
         )
-        self._connection: Connection | None = None  # in the event loop's thread
-        self._thread_connections: list[Connection] = []
-        self._lock = threading.Lock()
+        self._connections = ThreadConnections(engine)  # the event loop's, each thread's
         self._posted: list[Future] = []  # to the threads, since the last drain
         self._errors: list[BaseException] = []
         self._pending: collections.deque[tuple[Callable[..., Any], tuple]] = collections.deque()
@@ -119,50 +115,24 @@ class SerialWrites:
             self._errors.append(error)
 
     def _call(self, function: Callable[..., Any], args: tuple) -> Any:
-        connection = self._connection_here()
+        connection = self._connections.here()
         try:
             return function(connection, *args)
         except BaseException:
             connection.close()  # rolls back; the next write starts on a fresh connection
             raise
 
-    def _in_write_thread(self) -> None:
-        self._local.write_thread = True
-
-    def _connection_here(self) -> Connection:
-        """The connection of the calling thread: the event loop's or a write thread's."""
-        if getattr(self._local, "write_thread", False):
-            connection = getattr(self._local, "connection", None)
-            if connection is None or connection.closed:
-                connection = self._local.connection = store.writer(self._engine)
-                with self._lock:
-                    self._thread_connections.append(connection)
-            return connection
-        if self._connection is None or self._connection.closed:
-            self._connection = store.writer(self._engine)
-        return self._connection
-
-    def _close(self) -> None:
-        """Close every connection (no write in flight)."""
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-        with self._lock:
-            connections, self._thread_connections = self._thread_connections, []
-        for connection in connections:
-            connection.close()
-
     async def release_connection(self) -> None:
         """Give the connections back to the pool between batches (after ``drain``)."""
         await self.drain()
-        self._close()
+        self._connections.close_all()
 
     def shutdown(self) -> None:
         self._run_pending()
         _all_done(self._posted).result()
         self._posted = []
         self._executor.shutdown()
-        self._close()
+        self._connections.close_all()
 
 
 def inline_for(round_trip_seconds: float | None) -> bool:

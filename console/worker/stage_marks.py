@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 
 from console.store import attempt_records, suppression_lookup
+from console.store.thread_connections import ThreadConnections
 from console.transports.base import OutgoingEmail
 from console.vocabulary import DATA_SENT, ENVELOPE
 from console.worker.crash_points import CrashPoint
@@ -59,16 +59,13 @@ class StageMarks:
         self._engine = engine
         self._crash_if = crash_if
         self._after_mark = after_mark  # called once the mark is committed, before the body
-        self._connection: Connection | None = None
         self._mark_seconds: float | None = None
         self._recent_marks: collections.deque[float] = collections.deque(maxlen=RECENT_MARKS)
         self._always_inline = engine.dialect.name == "sqlite"
         self._inline = self._always_inline
         self._threads = max(1, min(threads, MARK_THREADS_LIMIT))
         self._executor: ThreadPoolExecutor | None = None
-        self._local = threading.local()  # a mark thread's connection
-        self._thread_connections: list[Connection] = []
-        self._lock = threading.Lock()
+        self._connections = ThreadConnections(engine)  # the event loop's, each thread's
 
     @property
     def inline(self) -> bool:
@@ -87,10 +84,10 @@ class StageMarks:
         if stage != DATA_SENT:
             return
         if self._inline:
-            refused = self._mark(self._marks_connection(), email.attempt_id, email.recipient)
+            refused = self._mark(email.attempt_id, email.recipient)
         else:
             refused = await asyncio.get_running_loop().run_in_executor(
-                self._mark_executor(), self._mark_in_thread, email.attempt_id, email.recipient
+                self._mark_executor(), self._mark, email.attempt_id, email.recipient
             )
         if refused == SUPPRESSED:
             raise SuppressedBeforeBody(f"{email.recipient} was suppressed after the claim")
@@ -100,26 +97,20 @@ class StageMarks:
         if self._after_mark is not None:
             self._after_mark()
 
-    def _mark(self, connection: Connection, attempt_id: int, recipient: str) -> str | None:
-        """Commit the mark on `connection`: None, or why it was refused."""
-        forms = suppression_lookup.recipient_forms(recipient)
-        started = time.perf_counter()
-        marked = attempt_records.mark_data_sent_unless_suppressed(connection, attempt_id, forms)
-        self._note_mark_seconds(time.perf_counter() - started)
-        if marked:
-            return None
-        return SUPPRESSED if suppression_lookup.is_suppressed_now(connection, recipient) else SWEPT
-
-    def _mark_in_thread(self, attempt_id: int, recipient: str) -> str | None:
-        connection = getattr(self._local, "connection", None)
-        if connection is None or connection.closed:
-            connection = self._local.connection = attempt_records.writer(self._engine)
-            with self._lock:
-                self._thread_connections.append(connection)
+    def _mark(self, attempt_id: int, recipient: str) -> str | None:
+        """Commit the mark on this thread's connection: None, or why it was refused."""
+        connection = self._connections.here()
         try:
-            return self._mark(connection, attempt_id, recipient)
+            forms = suppression_lookup.recipient_forms(recipient)
+            started = time.perf_counter()
+            marked = attempt_records.mark_data_sent_unless_suppressed(connection, attempt_id, forms)
+            self._note_mark_seconds(time.perf_counter() - started)
+            if marked:
+                return None
+            suppressed = suppression_lookup.is_suppressed_now(connection, recipient)
+            return SUPPRESSED if suppressed else SWEPT
         except BaseException:
-            connection.close()  # the thread's next mark starts on a fresh connection
+            connection.close()  # the next mark starts on a fresh connection
             raise
 
     def _mark_executor(self) -> ThreadPoolExecutor:
@@ -138,22 +129,10 @@ class StageMarks:
         self._mark_seconds = min(self._recent_marks)
 
     def close(self) -> None:
-        """Give the batch's connections back to the pool (between batches: no mark in flight)."""
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-        with self._lock:
-            connections, self._thread_connections = self._thread_connections, []
-        for connection in connections:
-            connection.close()
+        """Give the connections back to the pool (between batches: no mark in flight)."""
+        self._connections.close_all()
 
     def shutdown(self) -> None:
         self.close()
         if self._executor is not None:
             self._executor.shutdown()
-
-    def _marks_connection(self) -> Connection:
-        """The connection of this batch's marks, in the event loop's thread."""
-        if self._connection is None:
-            self._connection = attempt_records.writer(self._engine)
-        return self._connection
