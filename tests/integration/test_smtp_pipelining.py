@@ -32,6 +32,11 @@ def emails(*recipients: str):
     return [outgoing(recipient, number=n) for n, recipient in enumerate(recipients, 1)]
 
 
+def failure(result) -> tuple:
+    """Where and how a send failed: stage, reply code, the error's type name."""
+    return result.stage, result.code, result.error_type
+
+
 @pytest.mark.parametrize("split", [False, True], ids=["replies-together", "replies-apart"])
 def test_mail_and_rcpt_go_together_when_the_relay_offers_pipelining(relay_with, split):
     relay = relay_with(split=split)
@@ -54,11 +59,7 @@ def test_a_refused_sender_is_reported_at_mail_and_the_connection_goes_on(relay_w
     relay = relay_with(mail_replies={1: b"550 5.7.1 Sender address rejected\r\n"})
     transport = SmtpTransport(relay.url, timeout_seconds=TIMEOUT_SECONDS)
     refused, accepted = send_all(transport, emails("ada@example.com", "bob@example.com"))
-    assert (refused.stage, refused.code, refused.error_type) == (
-        ENVELOPE,
-        550,
-        aiosmtplib.SMTPSenderRefused.__name__,
-    )
+    assert failure(refused) == (ENVELOPE, 550, aiosmtplib.SMTPSenderRefused.__name__)
     assert "Sender address rejected" in refused.reply_text
     assert (accepted.stage, accepted.code) == (REPLY_READ, 250)
     assert relay.connections == 1 and relay.delivered == ["ok"]
@@ -69,11 +70,7 @@ def test_a_refused_recipient_is_reported_at_rcpt_and_the_connection_goes_on(rela
     relay = relay_with(rcpt_replies={"gone@example.com": b"550 5.1.1 No such user\r\n"})
     transport = SmtpTransport(relay.url, timeout_seconds=TIMEOUT_SECONDS)
     refused, accepted = send_all(transport, emails("gone@example.com", "bob@example.com"))
-    assert (refused.stage, refused.code, refused.error_type) == (
-        ENVELOPE,
-        550,
-        aiosmtplib.SMTPRecipientRefused.__name__,
-    )
+    assert failure(refused) == (ENVELOPE, 550, aiosmtplib.SMTPRecipientRefused.__name__)
     assert (accepted.stage, accepted.code) == (REPLY_READ, 250)
     assert relay.connections == 1 and relay.pipelined == [True, True]
 
@@ -117,11 +114,7 @@ def test_a_sender_refused_by_a_relay_that_then_hangs_up_is_still_the_senders_ref
     )
     transport = SmtpTransport(relay.url, timeout_seconds=TIMEOUT_SECONDS)
     refused, accepted = send_all(transport, emails("ada@example.com", "bob@example.com"))
-    assert (refused.stage, refused.code, refused.error_type) == (
-        ENVELOPE,
-        554,
-        aiosmtplib.SMTPSenderRefused.__name__,
-    )
+    assert failure(refused) == (ENVELOPE, 554, aiosmtplib.SMTPSenderRefused.__name__)
     assert (accepted.stage, accepted.code) == (REPLY_READ, 250)
     assert relay.connections == 2
 
