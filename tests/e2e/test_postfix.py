@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import email.policy
 import os
-import re
 
 import pytest
 from sqlalchemy import select
@@ -116,7 +115,7 @@ def test_one_connection_carries_refusals_and_delivered_mail_parses_clean(
     assert relay.connections() - connections_before == 1, "refusals did not cost a connection"
     assert transport.reconnects == 0
     worker.close()  # QUIT
-    disconnect = re.findall(r"disconnect from \S+ (.*)", relay.log())[-1]
+    disconnect = relay.last_session_summary()
     assert "rset=2" in disconnect and "quit=1" in disconnect, disconnect
 
     delivered = relay.delivered_by_message_id(4)

@@ -176,6 +176,16 @@ class PostfixInstance:
         """SMTP sessions the relay has seen so far."""
         return len(re.findall(r"postfix/smtpd\[\d+\]: connect from", self.log()))
 
+    def last_session_summary(self, timeout_seconds: float = 10.0) -> str:
+        """The command counts of the last session to end, once every session seen has
+        logged its end (smtpd writes it after the client's QUIT has returned)."""
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            ends = re.findall(r"disconnect from \S+ (.*)", self.log())
+            if len(ends) >= self.connections() or time.monotonic() > deadline:
+                return ends[-1] if ends else ""
+            time.sleep(0.05)
+
 
 def start_instance(*, message_size_limit: int = 20_000, smtputf8: bool = True) -> PostfixInstance:
     directory = Path(tempfile.mkdtemp(prefix="postfix-test-"))
