@@ -10,6 +10,7 @@ one atomic statement.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from sqlalchemy import Connection, Engine
 
@@ -18,6 +19,7 @@ from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.core.send_result import SendResult
 from console.store import prepared as p
+from console.store import record_arrays
 from console.store import send_statements as s
 from console.store.claims import Claim
 from console.vocabulary import SUBMITTED
@@ -72,8 +74,34 @@ def record_outcome(
     now: dt.datetime,
 ) -> bool:
     """T2: move the intent only if this lease still holds it; False for a stale worker."""
+    values = record_values(claim, result, classification, decision, now)
+    if not p.runs_on(connection):
+        return _record_with_core(connection, values)
+    dialect = connection.dialect
+    if dialect.name == "postgresql":
+        moved = p.prepared(s.RECORD_IF_MOVED, dialect).execute(connection, values)
+        recorded = moved.fetchone() is not None
+    else:
+        recorded = p.prepared(s.MOVE_LEASED_INTENT, dialect).execute(connection, values).rowcount
+        if recorded:
+            p.prepared(s.RECORD_ATTEMPT, dialect).execute(connection, values)
+    if recorded:
+        p.commit(connection)
+    else:
+        p.rollback(connection)
+    return bool(recorded)
+
+
+def record_values(
+    claim: Claim,
+    result: SendResult,
+    classification: Classification,
+    decision: Decision,
+    now: dt.datetime,
+) -> dict[str, Any]:
+    """The values T2 binds for one attempt (``record_outcome``, ``record_all``)."""
     submitted = decision.status == SUBMITTED
-    values = dict(
+    return dict(
         b_id=claim.intent.id,
         b_token=claim.lease_token,
         b_status=decision.status,
@@ -92,21 +120,15 @@ def record_outcome(
         b_provider_message_id=result.provider_message_id,
         b_duration_ms=result.duration_ms,
     )
-    if not p.runs_on(connection):
-        return _record_with_core(connection, values)
-    dialect = connection.dialect
-    if dialect.name == "postgresql":
-        moved = p.prepared(s.RECORD_IF_MOVED, dialect).execute(connection, values)
-        recorded = moved.fetchone() is not None
-    else:
-        recorded = p.prepared(s.MOVE_LEASED_INTENT, dialect).execute(connection, values).rowcount
-        if recorded:
-            p.prepared(s.RECORD_ATTEMPT, dialect).execute(connection, values)
-    if recorded:
-        p.commit(connection)
-    else:
-        p.rollback(connection)
-    return bool(recorded)
+
+
+def record_all(connection: Connection, records: list[dict[str, Any]]) -> set[int]:
+    """T2 of several attempts (``record_values`` each) in one statement on PostgreSQL's
+    autocommit connection: each intent moves only if its lease still holds it (see
+    ``record_arrays``). The ids of the attempts recorded; the others were stale."""
+    if connection.dialect.name != "postgresql" or not p.runs_on(connection):
+        raise ValueError("record_all needs PostgreSQL's autocommit writer connection")
+    return record_arrays.record_all(connection, records)
 
 
 def _record_with_core(connection: Connection, values: dict) -> bool:

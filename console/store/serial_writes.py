@@ -20,6 +20,8 @@ INLINE_ROUND_TRIP_SECONDS = 0.0005
 # Records in flight at once in threads: a database connection each, from the engine's
 # pool (10 at most), shared with the marks (worker.stage_marks) and the claims.
 WRITE_THREADS_LIMIT = 4
+# How long a record waits for others to go with it in one statement (``post_grouped``).
+GROUP_WAIT_SECONDS = 0.01
 
 
 class SerialWrites:
@@ -45,7 +47,7 @@ class SerialWrites:
     round trip stalls the sends), in the thread when it is further away.
     """
 
-    def __init__(self, engine: Engine, threads: int = 1) -> None:
+    def __init__(self, engine: Engine, threads: int = 1, group: int = 1) -> None:
         self._engine = engine
         self._always_inline = engine.dialect.name == "sqlite"
         self._inline = self._always_inline
@@ -56,8 +58,12 @@ class SerialWrites:
         self._connections = ThreadConnections(engine)  # the event loop's, each thread's
         self._posted: list[Future] = []  # to the threads, since the last drain
         self._errors: list[BaseException] = []
-        self._pending: collections.deque[tuple[Callable[..., Any], tuple]] = collections.deque()
+        # (function, its arguments, grouped): grouped, the arguments are one item of many
+        self._pending: collections.deque[tuple[Callable[..., Any], Any, bool]] = collections.deque()
         self._scheduled = False  # a run of the pending writes is due in the event loop
+        self._group_size = 1 if self._always_inline else max(1, group)
+        self._grouped = 0  # grouped writes pending
+        self._timer: asyncio.TimerHandle | None = None  # the run of a group not yet full
 
     @property
     def inline(self) -> bool:
@@ -77,10 +83,34 @@ class SerialWrites:
         An error is kept for the next ``drain``; the writes after it still run.
         """
         if self._inline:
-            self._pending.append((function, args))
+            self._pending.append((function, args, False))
             self._schedule_pending()
         else:
             self._posted.append(self._executor.submit(self._call_keeping_errors, function, args))
+
+    def post_grouped(self, function: Callable[..., Any], item: Any) -> None:
+        """Like ``post``, for a write ``function(connection, items)`` that does several
+        items at once (the records: one statement for all, ``record_arrays``).
+
+        In the event loop's thread next to PostgreSQL, with several connections, up to one
+        item a connection wait for each other, ``GROUP_WAIT_SECONDS`` at most, and go in
+        one call: one round trip and one commit instead of one each, while the sends go
+        on. Elsewhere each item goes alone, as ``post`` runs it.
+        """
+        if not self._inline or self._group_size == 1:
+            self.post(function, [item])
+            return
+        self._pending.append((function, item, True))
+        self._grouped += 1
+        if self._grouped >= self._group_size:
+            self._schedule_pending()
+        elif self._timer is None and not self._scheduled:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no event loop: nothing to wait for, write now
+                self._run_pending()
+                return
+            self._timer = loop.call_later(GROUP_WAIT_SECONDS, self._run_pending)
 
     async def drain(self) -> None:
         """Wait until every write posted so far is done; raise the first error among them."""
@@ -104,9 +134,26 @@ class SerialWrites:
 
     def _run_pending(self) -> None:
         self._scheduled = False
+        self._grouped = 0
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         while self._pending:
-            function, args = self._pending.popleft()
+            function, args, grouped = self._pending.popleft()
+            if grouped:  # with the grouped items of the same write right after it
+                args = (self._group_from(function, args),)
             self._call_keeping_errors(function, args)
+
+    def _group_from(self, function: Callable[..., Any], first: Any) -> list[Any]:
+        """`first` and the grouped items of `function` pending right after it, a group's
+        worth at most (a sender that never yields may have posted many)."""
+        items = [first]
+        pending = self._pending
+        while len(items) < self._group_size and pending and pending[0][2]:
+            if pending[0][0] != function:
+                break
+            items.append(pending.popleft()[1])
+        return items
 
     def _call_keeping_errors(self, function: Callable[..., Any], args: tuple) -> None:
         try:

@@ -12,7 +12,14 @@ import signal
 
 log = logging.getLogger("console.worker.loop")
 
-CRASH_POINTS = ("claimed", "envelope", "data_sent", "before_record", "claimed_ahead")
+CRASH_POINTS = (
+    "claimed",
+    "envelope",
+    "data_sent",
+    "before_record",
+    "claimed_ahead",
+    "record_group",
+)
 
 
 class CrashPoint:

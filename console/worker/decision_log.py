@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from typing import TYPE_CHECKING
 
 from console.core.lifecycle import Decision
 from console.vocabulary import ACCEPTED
+
+if TYPE_CHECKING:
+    from console.worker.tick import FinishedAttempt
 
 log = logging.getLogger("console.worker.loop")
 
@@ -51,6 +55,25 @@ def log_decision(
             decision=decision.status,
             retry_in_seconds=retry_in_seconds,
         ),
+    )
+
+
+def log_record(outcome: FinishedAttempt, recorded: bool) -> None:
+    """The line of one attempt's T2: its decision, or that its lease was taken meanwhile."""
+    claim, decision = outcome.claim, outcome.decision
+    classification, result = outcome.classification, outcome.result
+    if not recorded:
+        log_stale_attempt(claim.intent.id, claim.attempt_id, classification.outcome)
+        return
+    stage, code = result.stage, result.code
+    log_decision(
+        decision,
+        claim.intent.id,
+        claim.attempt_id,
+        stage,
+        classification.outcome,
+        code,
+        outcome.now,
     )
 
 

@@ -45,7 +45,7 @@ from console.worker.decision_log import (
     log_batch,
     log_decision,
     log_expired_lease,
-    log_stale_attempt,
+    log_record,
 )
 from console.worker.decisions import SendDecisions
 from console.worker.eligibility import EligibilityPolicy
@@ -81,7 +81,9 @@ class Worker:
         claim_ahead: bool = False,
     ) -> None:
         self.session_factory = session_factory
-        self._writes = SerialWrites(session_factory.kw["bind"], settings.concurrency)
+        self._writes = SerialWrites(
+            session_factory.kw["bind"], settings.concurrency, settings.records_per_statement
+        )
         self.transport = transport
         self.settings = settings
         self._envelope_from = envelope_address(settings.mail_from)
@@ -302,7 +304,7 @@ class Worker:
             deferral = self.guard.note_domain_outcome(recipient, outcome_name, result.code, now)
         self._crash_if("before_record")
         outcome = FinishedAttempt(claim, result, classification, decision, now, deferral)
-        self._writes.post(self._record, outcome, report)
+        self._writes.post_grouped(self._record_all, (outcome, report))
 
     def _wait_uncharged(self, claim: claims.Claim, reason: str, now: dt.datetime) -> Decision:
         """The relay refused the session: the intent waits, the rest of its lane too."""
@@ -329,21 +331,17 @@ class Worker:
             date=self.clock(),
         )
 
-    def _record(self, connection: Connection, outcome: FinishedAttempt, report: TickReport):
-        """T2 of one attempt, then its log line (SerialWrites says in which thread)."""
-        claim, decision = outcome.claim, outcome.decision
-        if not self._outcomes.write(connection, outcome):
-            report.add_stale()
-            outcome_name = outcome.classification.outcome
-            log_stale_attempt(claim.intent.id, claim.attempt_id, outcome_name)
-            return
-        report.add_status(decision.status)
-        log_decision(
-            decision,
-            claim.intent.id,
-            claim.attempt_id,
-            outcome.result.stage,
-            outcome.classification.outcome,
-            outcome.result.code,
-            outcome.now,
-        )
+    def _record_all(
+        self, connection: Connection, finished: list[tuple[FinishedAttempt, TickReport]]
+    ):
+        """T2 of attempts, one or several in one statement (SerialWrites says in which
+        thread and how many), then a log line each."""
+        if len(finished) > 1:
+            self._crash_if("record_group")
+        written = self._outcomes.write_all(connection, [outcome for outcome, _ in finished])
+        for (outcome, report), recorded in zip(finished, written, strict=True):
+            if recorded:
+                report.add_status(outcome.decision.status)
+            else:
+                report.add_stale()
+            log_record(outcome, recorded)

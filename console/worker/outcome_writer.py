@@ -65,6 +65,26 @@ class OutcomeWriter:
             self._after_recorded(connection, outcome)
         return True
 
+    def write_all(self, connection: Connection, outcomes: list[FinishedAttempt]) -> list[bool]:
+        """Record several outcomes, in one statement on PostgreSQL; ``write``'s answer for
+        each. A refused session is held as ``write`` holds it, one at a time."""
+        if len(outcomes) == 1:
+            return [self.write(connection, outcomes[0])]
+        recordable = [o for o in outcomes if not o.classification.blames_session]
+        recorded = set()
+        if recordable:
+            recorded = attempt_records.record_all(connection, [_values(o) for o in recordable])
+        written = []
+        for outcome in outcomes:
+            if outcome.classification.blames_session:
+                written.append(self.write(connection, outcome))
+                continue
+            written.append(outcome.claim.attempt_id in recorded)
+            if written[-1]:
+                with self._after_record:
+                    self._after_recorded(connection, outcome)
+        return written
+
     def _after_recorded(self, connection: Connection, outcome: FinishedAttempt) -> None:
         """What a recorded outcome calls for beyond its record."""
         claim, result, classification = outcome.claim, outcome.result, outcome.classification
@@ -113,6 +133,11 @@ class OutcomeWriter:
             )
             session.commit()
         return released
+
+
+def _values(outcome: FinishedAttempt) -> dict:
+    o = outcome
+    return attempt_records.record_values(o.claim, o.result, o.classification, o.decision, o.now)
 
 
 class _SessionOnDemand:

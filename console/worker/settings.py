@@ -19,6 +19,7 @@ class WorkerSettings:
     batch_size: int = 50
     lease_seconds: float = 300.0
     concurrency: int = 1
+    record_group: int | None = None  # CONSOLE_RECORD_GROUP; None: see records_per_statement
     overrides: Overrides = Overrides()
     suppress_refused_mailboxes: bool = True
 
@@ -33,6 +34,16 @@ class WorkerSettings:
             batch_size=settings.batch_size,
             lease_seconds=settings.lease_seconds,
             concurrency=settings.smtp_connections,
+            record_group=settings.record_group,
             overrides=parse_overrides(settings.classify_overrides),
             suppress_refused_mailboxes=settings.suppress_refused_mailboxes,
         )
+
+    @property
+    def records_per_statement(self) -> int:
+        """The most records that wait for each other to go in one statement, next to
+        PostgreSQL (``store.serial_writes``): ``record_group``, else 2 a connection when
+        the worker has several (one connection gained nothing measurable), else 1."""
+        if self.record_group is not None:
+            return self.record_group
+        return 2 * self.concurrency if self.concurrency > 1 else 1

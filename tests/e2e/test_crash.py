@@ -329,3 +329,48 @@ def test_sigkill_with_a_batch_claimed_ahead_then_restart_sends_each_once(
             assert attempt_outcomes(url, row.id) == ["transient", "accepted"]
         elif row.status != AMBIGUOUS:  # the batch in flight at the kill may be unknown
             assert row.status == SUBMITTED and delivered[row.message_id] == 1
+
+
+# --- outcomes recorded together (PostgreSQL next door): killed with a group waiting ---
+
+
+@pytest.mark.postgres
+def test_sigkill_with_outcomes_waiting_together_leaves_at_most_that_group_unknown(
+    request, tmp_path
+):
+    url = new_database("postgresql", request, tmp_path)
+    recipients = [r for n in range(60, 70) for r in enqueue_scenario(url, n, ORDER)]
+    connections, group = 4, 8  # CONSOLE_RECORD_GROUP's default: two a connection
+    with ScriptedSMTPServer() as server:
+        environ = worker_environment(
+            url,
+            server.url,
+            CONSOLE_SMTP_CONNECTIONS=str(connections),
+            CONSOLE_TEST_CRASH_AT="record_group",
+        )
+        process = start_worker(environ, tmp_path / "group.log")
+        assert process.wait(SETTLE_TIMEOUT_SECONDS) == -signal.SIGKILL
+        accepted_unrecorded = [
+            row.message_id
+            for row in intent_rows(url)
+            if row.status == SENDING and row.message_id in server.delivered_message_ids()
+        ]
+        assert 2 <= len(accepted_unrecorded) <= group, "killed with a group's outcomes waiting"
+
+        restarted = start_worker(worker_environment(url, server.url), tmp_path / "again.log")
+        try:
+            wait_for(lambda: settled(url), SETTLE_TIMEOUT_SECONDS, "the restarted worker")
+        finally:
+            restarted.send_signal(signal.SIGTERM)
+        assert restarted.wait(30) == 0
+        delivered = server.delivered_message_ids()
+
+    rows = intent_rows(url)
+    assert len(rows) == len(recipients), "nothing lost"
+    assert set(delivered.values()) == {1}, "no Message-ID received twice"
+    unknown = [row for row in rows if row.status == AMBIGUOUS]
+    assert {row.message_id for row in unknown} >= set(accepted_unrecorded), "held, not resent"
+    assert len(unknown) <= group + connections, "at most the group and the sends in flight"
+    for row in rows:
+        if row.status != AMBIGUOUS:
+            assert row.status == SUBMITTED and delivered[row.message_id] == 1

@@ -1,0 +1,278 @@
+"""Outcomes recorded together (PostgreSQL next door): several T2 records in one statement.
+
+What must not change: each record is the compare-and-set of its own lease (a stale one
+is left as it is, its attempt unfinished), a record in a group writes exactly what it
+writes alone, every intent goes once; what changes is how many statements carry them.
+SQLite, a database further away and ``CONSOLE_RECORD_GROUP=1`` record each alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+
+import pytest
+from sqlalchemy import func, select
+
+from console.core.lifecycle import Decision
+from console.core.outcomes import Classification
+from console.core.send_result import SendResult
+from console.models import Attempt, Intent
+from console.store import attempt_records
+from console.store.database import make_engine
+from console.store.serial_writes import GROUP_WAIT_SECONDS, SerialWrites
+from console.transports.memory import MemoryTransport
+from console.vocabulary import (
+    ACCEPTED,
+    CLAIMED,
+    DATA_SENT,
+    FAILED,
+    PENDING,
+    PERMANENT,
+    REPLY_READ,
+    SENDING,
+    SUBMITTED,
+    TRANSIENT,
+)
+from console.worker.settings import WorkerSettings
+from tests.integration.test_claim_queries import T0, lease_all, load, lock, queue, seconds
+from tests.support.orders import enqueue_orders
+
+PG = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+
+INTENT_COLUMNS = (
+    "status",
+    "status_reason",
+    "next_attempt_at",
+    "submitted_at",
+    "provider_message_id",
+    "lease_token",
+    "lease_expires_at",
+    "updated_at",
+    "attempt_count",
+)
+ATTEMPT_COLUMNS = (
+    "stage",
+    "finished_at",
+    "outcome",
+    "reply_code",
+    "enhanced_status",
+    "reply_text",
+    "error",
+    "provider_message_id",
+    "duration_ms",
+)
+
+
+def outcomes_of_each_kind(now: dt.datetime):
+    """(result, classification, decision): accepted, a retry, a permanent refusal."""
+    return [
+        (
+            SendResult(
+                REPLY_READ,
+                code=250,
+                reply_text="2.0.0 Ok: queued as Q7",
+                provider_message_id="Q7",
+                duration_ms=12,
+            ),
+            Classification(ACCEPTED, "accepted"),
+            Decision(SUBMITTED),
+        ),
+        (
+            SendResult(REPLY_READ, code=451, reply_text="4.3.0 try later", duration_ms=30),
+            Classification(TRANSIENT, "temporary failure"),
+            Decision(PENDING, "retry: 451 4.3.0 try later", now + seconds(45)),
+        ),
+        (
+            SendResult(DATA_SENT, code=550, reply_text="5.1.1 no such user", error="x" * 1500),
+            Classification(PERMANENT, "refused"),
+            Decision(FAILED, "refused: 550"),
+        ),
+    ]
+
+
+def row_values(session_factory, intent_id: int) -> tuple[tuple, tuple]:
+    intent, [attempt] = load(session_factory, intent_id)
+    return (
+        tuple(getattr(intent, name) for name in INTENT_COLUMNS),
+        tuple(getattr(attempt, name) for name in ATTEMPT_COLUMNS),
+    )
+
+
+@PG
+def test_one_statement_writes_what_the_records_one_by_one_write(engine, session_factory, session):
+    kinds = outcomes_of_each_kind(T0 + seconds(3))
+    intent_ids = [queue(session_factory) for _ in range(2 * len(kinds))]
+    held = lease_all(session, lock(session))
+    session.commit()
+    alone, together = held[: len(kinds)], held[len(kinds) :]
+    now = T0 + seconds(3)
+    connection = attempt_records.writer(engine)
+    try:
+        for claim, (result, classification, decision) in zip(alone, kinds, strict=True):
+            assert attempt_records.record_outcome(
+                connection, claim, result, classification, decision, now
+            )
+        values = [
+            attempt_records.record_values(claim, result, classification, decision, now)
+            for claim, (result, classification, decision) in zip(together, kinds, strict=True)
+        ]
+        recorded = attempt_records.record_all(connection, values)
+    finally:
+        connection.close()
+
+    assert recorded == {claim.attempt_id for claim in together}
+    assert [claim.intent.id for claim in held] == intent_ids
+    for one, other in zip(alone, together, strict=True):
+        assert row_values(session_factory, one.intent.id) == row_values(
+            session_factory, other.intent.id
+        )
+    statuses = [row_values(session_factory, claim.intent.id)[0][0] for claim in together]
+    assert statuses == [SUBMITTED, PENDING, FAILED]
+
+
+@PG
+def test_a_record_whose_lease_was_taken_is_left_as_it_is_and_the_others_go(
+    engine, session_factory, session
+):
+    intent_ids = [queue(session_factory) for _ in range(3)]
+    held = lease_all(session, lock(session))
+    session.commit()
+    swept = dataclasses.replace(held[1], lease_token="a-lease-swept-meanwhile")
+    result, classification, decision = outcomes_of_each_kind(T0)[0]
+    now = T0 + seconds(2)
+    values = [
+        attempt_records.record_values(claim, result, classification, decision, now)
+        for claim in (held[0], swept, held[2])
+    ]
+    connection = attempt_records.writer(engine)
+    try:
+        recorded = attempt_records.record_all(connection, values)
+        assert attempt_records.record_all(connection, values) == set(), "recorded once"
+    finally:
+        connection.close()
+
+    assert recorded == {held[0].attempt_id, held[2].attempt_id}
+    intent, [attempt] = load(session_factory, intent_ids[1])
+    assert (intent.status, intent.lease_token) == (SENDING, held[1].lease_token)
+    assert (attempt.stage, attempt.finished_at, attempt.outcome) == (CLAIMED, None, None)
+    for intent_id in (intent_ids[0], intent_ids[2]):
+        assert load(session_factory, intent_id)[0].status == SUBMITTED
+
+
+def test_record_all_needs_postgresqls_autocommit_connection(tmp_path):
+    engine = make_engine(f"sqlite:///{tmp_path / 'r.db'}")
+    with engine.connect() as connection, pytest.raises(ValueError, match="PostgreSQL"):
+        attempt_records.record_all(connection, [])
+    engine.dispose()
+
+
+# --- SerialWrites: who waits for whom ---
+
+
+def grouping_writes(engine, group: int, inline: bool = True):
+    """SerialWrites with `group`, and the list of item lists its write function got."""
+    writes = SerialWrites(engine, threads=4, group=group)
+    writes.run_inline(inline)
+    calls: list[list[int]] = []
+    return writes, calls, lambda connection, items: calls.append(list(items))
+
+
+@pytest.mark.postgres
+def test_next_door_records_wait_for_a_full_group_or_a_moment_then_go_in_one_call(postgres_url):
+    engine = make_engine(postgres_url)
+    writes, calls, write_all = grouping_writes(engine, group=3)
+
+    async def batch() -> None:
+        for number in range(3):
+            writes.post_grouped(write_all, number)
+        await asyncio.sleep(0)
+        assert calls == [[0, 1, 2]], "a full group goes at the next turn of the loop"
+        writes.post_grouped(write_all, 3)
+        await asyncio.sleep(GROUP_WAIT_SECONDS / 2)
+        assert calls == [[0, 1, 2]], "a group not yet full waits"
+        await asyncio.sleep(GROUP_WAIT_SECONDS)
+        assert calls == [[0, 1, 2], [3]], "then goes as it is"
+        writes.post_grouped(write_all, 4)
+        writes.post(lambda connection: calls.append(["alone"]))
+        writes.post_grouped(write_all, 5)
+        await writes.drain()  # the end of the batch: nothing waits
+
+    asyncio.run(batch())
+    assert calls == [[0, 1, 2], [3], [4], ["alone"], [5]], "in order, a plain write between"
+    writes.shutdown()
+    engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_far_database_or_a_group_of_one_records_each_alone(postgres_url):
+    engine = make_engine(postgres_url)
+    for group, inline in ((3, False), (1, True)):
+        writes, calls, write_all = grouping_writes(engine, group=group, inline=inline)
+
+        async def batch(writes=writes, write_all=write_all) -> None:
+            for number in range(3):
+                writes.post_grouped(write_all, number)
+            await writes.drain()
+
+        asyncio.run(batch())
+        assert sorted(calls) == [[0], [1], [2]], (group, inline)
+        writes.shutdown()
+    engine.dispose()
+
+
+def test_on_sqlite_each_record_goes_alone(tmp_path):
+    writes, calls, write_all = grouping_writes(make_engine(f"sqlite:///{tmp_path / 'g.db'}"), 3)
+
+    async def batch() -> None:
+        for number in range(3):
+            writes.post_grouped(write_all, number)
+        await writes.drain()
+
+    asyncio.run(batch())
+    assert calls == [[0], [1], [2]]
+    writes.shutdown()
+
+
+# --- the worker ---
+
+
+def test_by_default_two_records_a_connection_wait_for_each_other():
+    settings = WorkerSettings(mail_from="a@example.com", retry=None)  # type: ignore[arg-type]
+    per_connections = {
+        n: dataclasses.replace(settings, concurrency=n).records_per_statement for n in (1, 2, 4)
+    }
+    assert per_connections == {1: 1, 2: 4, 4: 8}
+    chosen = dataclasses.replace(settings, concurrency=4, record_group=1)
+    assert chosen.records_per_statement == 1
+
+
+@PG
+def test_a_worker_with_four_connections_records_in_groups_and_sends_each_once(
+    session_factory, make_worker, monkeypatch
+):
+    sizes: list[int] = []
+    record_all = attempt_records.record_all
+
+    def counted(connection, records):
+        sizes.append(len(records))
+        return record_all(connection, records)
+
+    monkeypatch.setattr(attempt_records, "record_all", counted)
+    recipients = [f"g{n}@example.com" for n in range(60)]
+    enqueue_orders(session_factory, recipients)
+    transport = MemoryTransport()
+    worker = make_worker(transport, batch_size=20, concurrency=4)
+
+    while worker.run_once().claimed:
+        pass
+
+    assert sorted(email.recipient for email in transport.sent) == sorted(recipients)
+    with session_factory() as session:
+        statuses = session.execute(select(Intent.status, func.count()).group_by(Intent.status))
+        assert dict(statuses.all()) == {SUBMITTED: 60}
+        finished = select(func.count()).where(Attempt.outcome == ACCEPTED)
+        assert session.scalar(finished) == 60
+    assert sizes and max(sizes) > 1, "records went together"
+    assert max(sizes) <= 8, "at most two a connection"
