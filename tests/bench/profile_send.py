@@ -42,9 +42,12 @@ PHASES = (
     ("decision", "console.worker.loop", "classify"),
     ("decision", "console.worker.decisions", "SendDecisions.after_attempt"),
     ("record (T2)", "console.worker.outcome_writer", "OutcomeWriter.write"),
+    ("record (T2)", "console.worker.outcome_writer", "OutcomeWriter.write_all"),
     ("record: compare-and-set", "console.worker.outcome_writer", "attempt_records.record_outcome"),
+    ("record: compare-and-set", "console.worker.outcome_writer", "attempt_records.record_all"),
     ("record: breaker", "console.worker.outcome_writer", "SendGuard.after_outcome"),
     ("logging", "console.worker.loop", "log_decision"),
+    ("logging", "console.worker.decision_log", "log_decision"),
     ("metrics", "console.ops.instruments", "record_attempt"),
 )
 
