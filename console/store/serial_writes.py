@@ -44,7 +44,8 @@ class SerialWrites:
     docs/benchmarks.md). On PostgreSQL the worker chooses between batches
     (``run_inline``): in the event loop's thread while the database answers within
     ``INLINE_ROUND_TRIP_SECONDS`` (the thread's hand-overs then cost more CPU than the
-    round trip stalls the sends), in the thread when it is further away.
+    round trip stalls the sends), in the thread when it is further away. Next door the
+    records of several sends go in one statement (``post_grouped``).
     """
 
     def __init__(self, engine: Engine, threads: int = 1, group: int = 1) -> None:
@@ -92,10 +93,11 @@ class SerialWrites:
         """Like ``post``, for a write ``function(connection, items)`` that does several
         items at once (the records: one statement for all, ``record_arrays``).
 
-        In the event loop's thread next to PostgreSQL, with several connections, up to one
-        item a connection wait for each other, ``GROUP_WAIT_SECONDS`` at most, and go in
-        one call: one round trip and one commit instead of one each, while the sends go
-        on. Elsewhere each item goes alone, as ``post`` runs it.
+        In the event loop's thread next to PostgreSQL, up to ``group`` items (the worker's
+        ``CONSOLE_RECORD_GROUP``) wait for each other, ``GROUP_WAIT_SECONDS`` at most,
+        and go in one call: one round trip and one commit instead of one each, while the
+        sends go on. On SQLite, in the threads and with a group of 1 each item goes
+        alone, as ``post`` runs it.
         """
         if not self._inline or self._group_size == 1:
             self.post(function, [item])
