@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from sqlalchemy import Engine
 
 from console.store import attempt_records, suppression_lookup
+from console.store.socket_marks import SocketMarks
 from console.store.thread_connections import ThreadConnections
 from console.transports.base import OutgoingEmail
 from console.vocabulary import DATA_SENT, ENVELOPE
@@ -66,6 +67,8 @@ class StageMarks:
         self._threads = max(1, min(threads, MARK_THREADS_LIMIT))
         self._executor: ThreadPoolExecutor | None = None
         self._connections = ThreadConnections(engine)  # the event loop's, each thread's
+        self._on_socket = engine.dialect.name == "postgresql"  # next door: socket_marks
+        self._socket: SocketMarks | None = None  # on the event loop's connection
 
     @property
     def inline(self) -> bool:
@@ -83,7 +86,9 @@ class StageMarks:
             self._crash_if("envelope")
         if stage != DATA_SENT:
             return
-        if self._inline:
+        if self._inline and self._on_socket:
+            refused = await self._mark_on_socket(email.attempt_id, email.recipient)
+        elif self._inline:
             refused = self._mark(email.attempt_id, email.recipient)
         else:
             refused = await asyncio.get_running_loop().run_in_executor(
@@ -113,6 +118,23 @@ class StageMarks:
             connection.close()  # the next mark starts on a fresh connection
             raise
 
+    async def _mark_on_socket(self, attempt_id: int, recipient: str) -> str | None:
+        """The mark on the event loop's connection, the loop going on while PostgreSQL
+        answers (``socket_marks``): None, or why it was refused."""
+        connection = self._connections.here()
+        try:
+            if self._socket is None or self._socket.connection is not connection:
+                self._socket = SocketMarks(connection)
+            forms = suppression_lookup.recipient_forms(recipient)
+            if await self._socket.mark(attempt_id, forms, self._note_mark_seconds):
+                return None
+            suppressed = suppression_lookup.is_suppressed_now(connection, recipient)
+            return SUPPRESSED if suppressed else SWEPT
+        except Exception:
+            self._socket = None
+            connection.close()  # the next mark starts on a fresh connection
+            raise
+
     def _mark_executor(self) -> ThreadPoolExecutor:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="console-mark")
@@ -129,7 +151,11 @@ class StageMarks:
         self._mark_seconds = min(self._recent_marks)
 
     def close(self) -> None:
-        """Give the connections back to the pool (between batches: no mark in flight)."""
+        """Give the connections back to the pool (between batches: no mark in flight, but
+        for one whose sender was cancelled: that connection is invalidated)."""
+        if self._socket is not None:
+            self._socket.abandon()
+            self._socket = None
         self._connections.close_all()
 
     def shutdown(self) -> None:

@@ -140,6 +140,18 @@ def wait_for(condition, timeout_seconds: float, what: str) -> None:
         time.sleep(0.1)
 
 
+def restart_until_settled(url: str, server: ScriptedSMTPServer, tmp_path) -> dict[str, int]:
+    """Start a plain worker on `url` again, stop it once nothing is pending or sending;
+    how many times the server received each Message-ID."""
+    restarted = start_worker(worker_environment(url, server.url), tmp_path / "again.log")
+    try:
+        wait_for(lambda: settled(url), SETTLE_TIMEOUT_SECONDS, "the restarted worker")
+    finally:
+        restarted.send_signal(signal.SIGTERM)
+    assert restarted.wait(30) == 0
+    return server.delivered_message_ids()
+
+
 def settled(db_url: str) -> bool:
     return all(row.status not in (PENDING, SENDING) for row in intent_rows(db_url))
 
@@ -312,13 +324,7 @@ def test_sigkill_with_a_batch_claimed_ahead_then_restart_sends_each_once(
         ]
         assert len(held_ahead) == 2, "killed holding the batch claimed ahead"
 
-        restarted = start_worker(worker_environment(url, server.url), tmp_path / "again.log")
-        try:
-            wait_for(lambda: settled(url), SETTLE_TIMEOUT_SECONDS, "the restarted worker")
-        finally:
-            restarted.send_signal(signal.SIGTERM)
-        assert restarted.wait(30) == 0
-        delivered = server.delivered_message_ids()
+        delivered = restart_until_settled(url, server, tmp_path)
 
     rows = intent_rows(url)
     assert len(rows) == len(recipients), "nothing lost"
@@ -357,13 +363,7 @@ def test_sigkill_with_outcomes_waiting_together_leaves_at_most_that_group_unknow
         ]
         assert 2 <= len(accepted_unrecorded) <= group, "killed with a group's outcomes waiting"
 
-        restarted = start_worker(worker_environment(url, server.url), tmp_path / "again.log")
-        try:
-            wait_for(lambda: settled(url), SETTLE_TIMEOUT_SECONDS, "the restarted worker")
-        finally:
-            restarted.send_signal(signal.SIGTERM)
-        assert restarted.wait(30) == 0
-        delivered = server.delivered_message_ids()
+        delivered = restart_until_settled(url, server, tmp_path)
 
     rows = intent_rows(url)
     assert len(rows) == len(recipients), "nothing lost"

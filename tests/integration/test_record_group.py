@@ -239,6 +239,20 @@ def test_on_sqlite_each_record_goes_alone(tmp_path):
 # --- the worker ---
 
 
+@pytest.fixture
+def record_sizes(monkeypatch) -> list[int]:
+    """How many records each statement of several carried (``attempt_records.record_all``)."""
+    sizes: list[int] = []
+    record_all = attempt_records.record_all
+
+    def counted(connection, records):
+        sizes.append(len(records))
+        return record_all(connection, records)
+
+    monkeypatch.setattr(attempt_records, "record_all", counted)
+    return sizes
+
+
 def next_door(worker) -> None:
     """As if the last marks had come back within 0.2 ms (a busy test machine may be slower):
     the worker's next batch records in the event loop's thread, together."""
@@ -257,16 +271,8 @@ def test_by_default_two_records_a_connection_wait_for_each_other():
 
 @PG
 def test_a_worker_with_four_connections_records_in_groups_and_sends_each_once(
-    session_factory, make_worker, monkeypatch
+    session_factory, make_worker, record_sizes
 ):
-    sizes: list[int] = []
-    record_all = attempt_records.record_all
-
-    def counted(connection, records):
-        sizes.append(len(records))
-        return record_all(connection, records)
-
-    monkeypatch.setattr(attempt_records, "record_all", counted)
     recipients = [f"g{n}@example.com" for n in range(60)]
     enqueue_orders(session_factory, recipients)
     transport = MemoryTransport()
@@ -282,22 +288,14 @@ def test_a_worker_with_four_connections_records_in_groups_and_sends_each_once(
         assert dict(statuses.all()) == {SUBMITTED: 60}
         finished = select(func.count()).where(Attempt.outcome == ACCEPTED)
         assert session.scalar(finished) == 60
-    assert sizes and max(sizes) > 1, "records went together"
-    assert max(sizes) <= 8, "at most two a connection"
+    assert record_sizes and max(record_sizes) > 1, "records went together"
+    assert max(record_sizes) <= 8, "at most two a connection"
 
 
 @PG
 def test_a_group_of_every_kind_of_outcome_writes_what_each_calls_for(
-    session_factory, make_worker, monkeypatch
+    session_factory, make_worker, record_sizes
 ):
-    sizes: list[int] = []
-    record_all = attempt_records.record_all
-
-    def counted(connection, records):
-        sizes.append(len(records))
-        return record_all(connection, records)
-
-    monkeypatch.setattr(attempt_records, "record_all", counted)
     transport = MemoryTransport(
         {
             "retry@example.com": [SendResult(REPLY_READ, code=451, reply_text="4.3.0 later")],
@@ -326,7 +324,7 @@ def test_a_group_of_every_kind_of_outcome_writes_what_each_calls_for(
 
     report = worker.run_once()
 
-    assert sizes == [3], "accepted, retried and refused together; the refused session alone"
+    assert record_sizes == [3], "accepted, retried and refused together; the refused session alone"
     with session_factory() as session:
         rows = session.execute(select(Intent.recipient, Intent.status, Intent.attempt_count))
         by_recipient = {recipient: (status, count) for recipient, status, count in rows}
