@@ -5,9 +5,11 @@ check of the suppression list.
 The body waits for its mark; the other connections need not. To a database across
 a network (a mark slower than ``serial_writes.INLINE_ROUND_TRIP_SECONDS``, or not
 yet timed) each mark runs in a thread of a small pool, on that thread's own
-connection, while the event loop goes on with the other sends. To a database next
-door, and always on SQLite, it runs in the event loop's thread: there the hand-over
-would cost more than the round trip. The worker chooses between batches
+connection, while the event loop goes on with the other sends. To PostgreSQL next
+door it is written on the socket of the event loop's connection and its answer read
+when it comes (``store.socket_marks``): the loop goes on meanwhile, without a
+thread's hand-over, which cost more than the round trip there. On SQLite (no round
+trip) it runs in the event loop's thread. The worker chooses between batches
 (``run_inline``).
 """
 
