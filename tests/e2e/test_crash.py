@@ -140,6 +140,14 @@ def wait_for(condition, timeout_seconds: float, what: str) -> None:
         time.sleep(0.1)
 
 
+def killed_at(point: str, url: str, server: ScriptedSMTPServer, tmp_path, **settings: str):
+    """Run `console worker` (CONSOLE_<name> `settings`) until it kills itself at `point`."""
+    extra = {f"CONSOLE_{name}": value for name, value in settings.items()}
+    environ = worker_environment(url, server.url, CONSOLE_TEST_CRASH_AT=point, **extra)
+    process = start_worker(environ, tmp_path / f"{point}.log")
+    assert process.wait(SETTLE_TIMEOUT_SECONDS) == -signal.SIGKILL, f"killed at {point}"
+
+
 def restart_until_settled(url: str, server: ScriptedSMTPServer, tmp_path) -> dict[str, int]:
     """Start a plain worker on `url` again, stop it once nothing is pending or sending;
     how many times the server received each Message-ID."""
@@ -309,20 +317,16 @@ def test_sigkill_with_a_batch_claimed_ahead_then_restart_sends_each_once(
     url = new_database("postgresql", request, tmp_path)
     recipients = enqueue_scenario(url, 50, ORDER) + enqueue_scenario(url, 51, ORDER)
     with ScriptedSMTPServer() as server:
-        environ = worker_environment(  # across a network: the worker claims ahead
-            url_through(url, pg_far_port),
-            server.url,
-            CONSOLE_BATCH_SIZE="2",
-            CONSOLE_TEST_CRASH_AT="claimed_ahead",
-        )
-        process = start_worker(environ, tmp_path / "ahead.log")
-        assert process.wait(SETTLE_TIMEOUT_SECONDS) == -signal.SIGKILL
+        # across a network: the worker claims ahead
+        killed_at("claimed_ahead", url_through(url, pg_far_port), server, tmp_path, BATCH_SIZE="2")
         held_ahead = [
             row.id
             for row in intent_rows(url)
             if row.status == SENDING and attempt_outcomes(url, row.id, Attempt.stage) == ["claimed"]
         ]
-        assert len(held_ahead) == 2, "killed holding the batch claimed ahead"
+        # the batch claimed ahead, and maybe the last email of the batch in flight if its
+        # send had not reached the mark yet (a busy machine): none of them handed over
+        assert len(held_ahead) >= 2, "killed holding the batch claimed ahead"
 
         delivered = restart_until_settled(url, server, tmp_path)
 
@@ -348,14 +352,7 @@ def test_sigkill_with_outcomes_waiting_together_leaves_at_most_that_group_unknow
     recipients = [r for n in range(60, 70) for r in enqueue_scenario(url, n, ORDER)]
     connections, group = 4, 8  # CONSOLE_RECORD_GROUP's default: two a connection
     with ScriptedSMTPServer() as server:
-        environ = worker_environment(
-            url,
-            server.url,
-            CONSOLE_SMTP_CONNECTIONS=str(connections),
-            CONSOLE_TEST_CRASH_AT="record_group",
-        )
-        process = start_worker(environ, tmp_path / "group.log")
-        assert process.wait(SETTLE_TIMEOUT_SECONDS) == -signal.SIGKILL
+        killed_at("record_group", url, server, tmp_path, SMTP_CONNECTIONS=str(connections))
         accepted_unrecorded = [
             row.message_id
             for row in intent_rows(url)

@@ -157,39 +157,45 @@ def test_a_connection_lost_mid_mark_raises_and_a_fresh_one_marks(engine, session
     assert marked(engine, [(second, other)]) == [True]
 
 
-def test_a_cancelled_mark_is_still_read_and_abandon_invalidates_a_mark_in_flight(
-    engine, session_factory, session
-):
-    (held, recipient), (after, other) = leased_attempts(session_factory, session, 2)
-    hold_row_lock(engine, held)
+def held_then_cancelled(engine, attempt_id: int, recipient: str, then):
+    """Mark `attempt_id` while its row is locked, cancel that mark, then await
+    ``then(socket_marks)``; the writer connection and what `then` returned."""
+    hold_row_lock(engine, attempt_id)
     connection = attempt_records.writer(engine)
     socket_marks = SocketMarks(connection)
 
-    async def cancel_then_mark() -> bool:
-        waiting = asyncio.create_task(socket_marks.mark(held, [recipient], lambda s: None))
+    async def cancelled_first():
+        waiting = asyncio.create_task(socket_marks.mark(attempt_id, [recipient], lambda s: None))
         await asyncio.sleep(0.05)
         waiting.cancel()
         assert socket_marks.in_flight
-        return await socket_marks.mark(after, [other], lambda s: None)  # waits for the first
+        return await then(socket_marks)
 
-    try:
-        assert asyncio.run(cancel_then_mark()) is True
-        assert not socket_marks.in_flight
-    finally:
-        connection.close()
+    return connection, asyncio.run(cancelled_first())
+
+
+def test_a_cancelled_mark_is_still_read_and_the_next_one_waits_for_it(
+    engine, session_factory, session
+):
+    (held, recipient), (after, other) = leased_attempts(session_factory, session, 2)
+
+    async def mark_after(socket_marks: SocketMarks) -> bool:
+        marked_after = await socket_marks.mark(after, [other], lambda s: None)
+        return marked_after and not socket_marks.in_flight
+
+    connection, marked_after = held_then_cancelled(engine, held, recipient, mark_after)
+    connection.close()
+    assert marked_after is True
     assert stage_of(session_factory, held) == DATA_SENT, "committed though nobody waited"
 
-    ((stuck, third),) = leased_attempts(session_factory, session, 1)
-    hold_row_lock(engine, stuck)
-    connection = attempt_records.writer(engine)
-    socket_marks = SocketMarks(connection)
 
-    async def abandon_in_flight() -> None:
-        waiting = asyncio.create_task(socket_marks.mark(stuck, [third], lambda s: None))
-        await asyncio.sleep(0.05)
-        waiting.cancel()
+def test_a_mark_abandoned_in_flight_invalidates_its_connection(engine, session_factory, session):
+    ((stuck, recipient),) = leased_attempts(session_factory, session, 1)
+
+    async def abandon(socket_marks: SocketMarks) -> bool:
         socket_marks.abandon()
+        return socket_marks.in_flight
 
-    asyncio.run(abandon_in_flight())
-    assert connection.invalidated and not socket_marks.in_flight
+    connection, still_in_flight = held_then_cancelled(engine, stuck, recipient, abandon)
+    assert connection.invalidated and not still_in_flight, "not given back mid-statement"
     connection.close()
