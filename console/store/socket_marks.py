@@ -19,6 +19,7 @@ closed (``StageMarks`` does), as with any failed mark.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from psycopg import errors as psycopg_errors
 from psycopg import pq
 from sqlalchemy import Connection
+from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 
 from console.store import send_statements as s
@@ -35,10 +37,11 @@ _PREPARED = "console.socket_mark_prepared"  # in the DBAPI connection's info: pr
 _BIND = re.compile(r"%\((\w+)\)s")
 
 
-def _numbered(connection: Connection) -> tuple[bytes, tuple[str, ...], dict]:
+@functools.cache
+def _numbered(dialect: Dialect) -> tuple[bytes, tuple[str, ...], dict]:
     """The mark's SQL with $1, $2... for its bind parameters, their names in order, and
-    the values the statement fixes itself (the stage)."""
-    compiled = s.MARK_DATA_SENT_UNLESS_SUPPRESSED.compile(dialect=connection.dialect)
+    the values the statement fixes itself (the stage); compiled once per dialect."""
+    compiled = s.MARK_DATA_SENT_UNLESS_SUPPRESSED.compile(dialect=dialect)
     names: list[str] = []
 
     def number(match: re.Match) -> str:
@@ -58,7 +61,7 @@ class SocketMarks:
         dbapi_connection = connection.connection.dbapi_connection
         self._pgconn = dbapi_connection.pgconn
         self._encoding = dbapi_connection.info.encoding
-        sql, self._names, self._fixed = _numbered(connection)
+        sql, self._names, self._fixed = _numbered(connection.dialect)
         self._in_flight: asyncio.Future | None = None  # the answer of the mark sent last
         self._results: list[pq.PGresult] = []  # of the mark in flight, read so far
         self._socket = -1  # the socket the answer is read from

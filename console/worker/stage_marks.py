@@ -112,10 +112,7 @@ class StageMarks:
             started = time.perf_counter()
             marked = attempt_records.mark_data_sent_unless_suppressed(connection, attempt_id, forms)
             self._note_mark_seconds(time.perf_counter() - started)
-            if marked:
-                return None
-            suppressed = suppression_lookup.is_suppressed_now(connection, recipient)
-            return SUPPRESSED if suppressed else SWEPT
+            return None if marked else _why_refused(connection, recipient)
         except BaseException:
             connection.close()  # the next mark starts on a fresh connection
             raise
@@ -128,10 +125,8 @@ class StageMarks:
             if self._socket is None or self._socket.connection is not connection:
                 self._socket = SocketMarks(connection)
             forms = suppression_lookup.recipient_forms(recipient)
-            if await self._socket.mark(attempt_id, forms, self._note_mark_seconds):
-                return None
-            suppressed = suppression_lookup.is_suppressed_now(connection, recipient)
-            return SUPPRESSED if suppressed else SWEPT
+            marked = await self._socket.mark(attempt_id, forms, self._note_mark_seconds)
+            return None if marked else _why_refused(connection, recipient)
         except Exception:
             self._socket = None
             connection.close()  # the next mark starts on a fresh connection
@@ -164,3 +159,8 @@ class StageMarks:
         self.close()
         if self._executor is not None:
             self._executor.shutdown()
+
+
+def _why_refused(connection, recipient: str) -> str:
+    """A mark changed no row: the recipient was suppressed, or the sweep took the attempt."""
+    return SUPPRESSED if suppression_lookup.is_suppressed_now(connection, recipient) else SWEPT
