@@ -15,7 +15,6 @@ from email.header import decode_header
 from typing import Any
 from urllib.parse import unquote
 
-from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session
 
@@ -102,6 +101,8 @@ def _check_recipient(to: Any) -> str:
     if not isinstance(to, str) or not to.strip():
         raise InvalidIntent("recipient address is empty")
     _check_header_value("recipient address", to)
+    from email_validator import EmailNotValidError, validate_email  # imported when needed
+
     try:
         return validate_email(to.strip(), check_deliverability=False).normalized
     except EmailNotValidError as exc:

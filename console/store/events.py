@@ -33,7 +33,6 @@ import datetime as dt
 import logging
 from typing import Any
 
-from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import Select, func, or_, select, union, update
 from sqlalchemy.orm import Session
 
@@ -121,6 +120,8 @@ def _insert_once(session: Session, event: ReportedEvent, now: dt.datetime) -> in
 
 def _one_valid_address(text: str | None) -> bool:
     """Whether `text` is one address of valid syntax (no display name, no list)."""
+    from email_validator import EmailNotValidError, validate_email  # imported when needed
+
     try:
         validate_email(text or "", check_deliverability=False)
     except EmailNotValidError:

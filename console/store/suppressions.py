@@ -6,7 +6,6 @@ import dataclasses
 import datetime as dt
 from typing import Any
 
-from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.orm import Session
 
@@ -26,6 +25,8 @@ from console.vocabulary import SUPPRESSED
 
 def normalized_address(raw: str) -> str:
     """Return the lower-cased address the suppression list stores; ActionRefused if invalid."""
+    from email_validator import EmailNotValidError, validate_email  # imported when needed
+
     try:
         return validate_email(raw.strip(), check_deliverability=False).normalized.lower()
     except EmailNotValidError as exc:

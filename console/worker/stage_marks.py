@@ -20,15 +20,18 @@ import collections
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
 from console.store import attempt_records, suppression_lookup
-from console.store.socket_marks import SocketMarks
 from console.store.thread_connections import ThreadConnections
 from console.transports.base import OutgoingEmail
 from console.vocabulary import DATA_SENT, ENVELOPE
 from console.worker.crash_points import CrashPoint
+
+if TYPE_CHECKING:
+    from console.store.socket_marks import SocketMarks
 
 SUPPRESSED_BEFORE_BODY = "recipient suppressed before its body was sent (envelope reset)"
 # Marks in flight at once in threads: a database connection each, from the engine's
@@ -123,6 +126,8 @@ class StageMarks:
         connection = self._connections.here()
         try:
             if self._socket is None or self._socket.connection is not connection:
+                from console.store.socket_marks import SocketMarks  # psycopg: PostgreSQL only
+
                 self._socket = SocketMarks(connection)
             forms = suppression_lookup.recipient_forms(recipient)
             marked = await self._socket.mark(attempt_id, forms, self._note_mark_seconds)

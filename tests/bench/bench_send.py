@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import dataclasses
 import datetime as dt
 import logging
@@ -43,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import aiosmtplib  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 
+import console  # noqa: E402
 from console.core.backoff import Backoff  # noqa: E402
 from console.core.lifecycle import RetryPolicy  # noqa: E402
 from console.mail.catalog import default_catalog  # noqa: E402
@@ -216,7 +218,12 @@ def database_url(backend: str, cluster, workdir: Path, number: int) -> str:
 
 
 def first_message_seconds(url: str, smtp_url: str, workdir: Path, backlog: int = 200) -> float:
-    """Start `console worker` with `backlog` intents waiting: seconds to the first accepted."""
+    """Start `console worker` with `backlog` intents waiting: seconds to the first accepted.
+
+    The package's byte code is written first, as ``pip install`` leaves it: an editable
+    checkout run with PYTHONDONTWRITEBYTECODE would compile its edited modules at each start.
+    """
+    compileall.compile_dir(Path(console.__file__).parent, quiet=1)
     engine = make_engine(url)
     session_factory = make_session_factory(engine)
     enqueue_orders(session_factory, backlog)

@@ -6,6 +6,7 @@ import datetime as dt
 import email
 import email.policy
 
+import email_validator
 import pytest
 from email_validator import validate_email
 from hypothesis import given, settings
@@ -195,3 +196,8 @@ def test_everyday_addresses_take_the_quick_path(address):
 )
 def test_anything_unusual_goes_to_the_full_validator(address):
     assert not header_checks.is_plain_address(address)
+
+
+def test_the_reserved_suffixes_are_the_validators_special_use_names_but_test():
+    names = [name for name in email_validator.SPECIAL_USE_DOMAIN_NAMES if name != "test"]
+    assert header_checks._RESERVED_SUFFIXES == tuple(f".{name}" for name in names)
