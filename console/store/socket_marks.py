@@ -66,9 +66,10 @@ class SocketMarks:
         self._results: list[pq.PGresult] = []  # of the mark in flight, read so far
         self._socket = -1  # the socket the answer is read from
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop that reads it
+        self._sql = sql
         info = connection.connection.info
         if not info.get(_PREPARED):
-            self._prepare(sql)
+            self._prepare()
             info[_PREPARED] = True
 
     async def mark(
@@ -77,8 +78,6 @@ class SocketMarks:
         """Commit that the body of `attempt_id` is about to leave, unless its recipient (either
         form) is suppressed or the sweep finished the attempt; False then. `timed` is told
         the seconds from sending the statement to reading its answer."""
-        while self._in_flight is not None:  # one statement at a time on the connection
-            await asyncio.wait([self._in_flight])
         values = dict(
             self._fixed,
             b_id=attempt_id,
@@ -86,6 +85,25 @@ class SocketMarks:
             b_address_hash=recipient_forms[-1],
         )
         parameters = [str(values[name]).encode(self._encoding) for name in self._names]
+        try:
+            result = await self._sent(parameters, timed)
+        except DBAPIError as error:
+            if not isinstance(error.orig, psycopg_errors.InvalidSqlStatementName):
+                raise
+            # Gone although prepared here: psycopg answers a rollback on this connection with
+            # DEALLOCATE ALL once it prepared statements of its own. Nothing ran: again.
+            result = await self._sent(parameters, timed, prepare_first=True)
+        return result.command_tuples == 1
+
+    async def _sent(
+        self, parameters: list[bytes], timed: Callable[[float], None], prepare_first=False
+    ) -> pq.PGresult:
+        """Send the mark once no other is in flight (prepared again first if asked); its
+        answer, or its error as SQLAlchemy's."""
+        while self._in_flight is not None:  # one statement at a time on the connection
+            await asyncio.wait([self._in_flight])
+        if prepare_first:  # nothing in flight: the blocking prepare reads only its own answer
+            self._prepare()
         loop = asyncio.get_running_loop()
         try:
             self._pgconn.send_query_prepared(STATEMENT_NAME, parameters)
@@ -100,8 +118,7 @@ class SocketMarks:
         loop.add_reader(self._socket, self._read, loop, answer, started, timed)
         # A cancelled sender stops waiting; the answer is still read and the next mark
         # waits for it (a mark committed then only makes its attempt look sent: ambiguous).
-        result = await asyncio.shield(answer)
-        return result.command_tuples == 1
+        return await asyncio.shield(answer)
 
     @property
     def in_flight(self) -> bool:
@@ -152,10 +169,11 @@ class SocketMarks:
                 raise psycopg_errors.error_from_result(result, encoding=self._encoding)
         return results[-1]
 
-    def _prepare(self, sql: bytes) -> None:
-        """Prepare the statement on this session (blocking, once per connection)."""
+    def _prepare(self) -> None:
+        """Prepare the statement on this session (blocking; once per connection, unless the
+        driver deallocated it)."""
         try:
-            self._pgconn.send_prepare(STATEMENT_NAME, sql)
+            self._pgconn.send_prepare(STATEMENT_NAME, self._sql)
             results = []
             while (result := self._pgconn.get_result()) is not None:
                 results.append(result)

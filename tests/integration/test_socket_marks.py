@@ -141,6 +141,28 @@ def test_the_statement_is_prepared_once_per_database_session(engine, session_fac
     assert names.count("console_data_sent_mark") == 1
 
 
+def test_a_mark_after_the_driver_deallocated_every_statement_prepares_it_again(
+    engine, session_factory, session
+):
+    """psycopg answers a rollback with DEALLOCATE ALL once it has prepared statements of
+    its own: the mark's statement is gone although the connection still says prepared."""
+    (first, recipient), (second, other) = leased_attempts(session_factory, session, 2)
+    connection = attempt_records.writer(engine)
+    try:
+        assert asyncio.run(SocketMarks(connection).mark(first, [recipient], lambda s: None))
+        driver = connection.connection.dbapi_connection
+        for _ in range(driver.prepare_threshold + 1):  # the driver prepares this one itself
+            driver.execute("SELECT %s::int", [1])
+        driver.autocommit = False
+        driver.execute("SELECT 1")
+        driver.rollback()  # ... and deallocates every prepared statement
+        driver.autocommit = True
+        assert asyncio.run(SocketMarks(connection).mark(second, [other], lambda s: None))
+    finally:
+        connection.close()
+    assert stage_of(session_factory, second) == DATA_SENT
+
+
 def test_a_connection_lost_mid_mark_raises_and_a_fresh_one_marks(engine, session_factory, session):
     (first, recipient), (second, other) = leased_attempts(session_factory, session, 2)
     connection = attempt_records.writer(engine)
