@@ -1,10 +1,10 @@
-"""PostgreSQL: lease a claimed batch in two statements whose values travel as arrays.
+"""PostgreSQL: lease a claimed batch in one statement whose values travel as arrays.
 
 Leasing 50 intents row by row costs an ``UPDATE`` execution each and an ``INSERT``
 with 300 placeholders whose text the driver parses anew every claim (too long for
 its query cache). Here the batch's ids, tokens and counts are three arrays
-``unnest`` turns back into rows: the same rows written, in two short statements
-prepared once.
+``unnest`` turns back into rows: the same rows written, in one short statement
+prepared once (the ``UPDATE`` in its ``WITH``, the ``INSERT`` of the attempts after).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _batch():
 
 
 _LEASED = _batch()
-LEASE_BATCH = (
+_LEASE_INTENTS = (
     update(s.INTENT)
     .where(s.INTENT.c.id == _LEASED.c.intent_id)
     .values(
@@ -52,21 +52,25 @@ LEASE_BATCH = (
         attempt_count=_LEASED.c.attempt_number,
         updated_at=bindparam("b_now", type_=UTCDateTime()),
     )
+    .returning(s.INTENT.c.id, s.INTENT.c.attempt_count, s.INTENT.c.lease_token)
+    .cte("leased")
 )
-_ATTEMPTS = _batch()
-INSERT_ATTEMPT_BATCH = (
+# One statement: the intents leased in a data-modifying WITH, an attempt added for each
+# row it leased, and each attempt's id returned with its lease token.
+LEASE_BATCH = (
     insert(s.ATTEMPT)
     .from_select(
         ["intent_id", "attempt_number", "lease_token", "worker_id", "stage", "started_at"],
         select(
-            _ATTEMPTS.c.intent_id,
-            _ATTEMPTS.c.attempt_number,
-            _ATTEMPTS.c.lease_token,
+            _LEASE_INTENTS.c.id,
+            _LEASE_INTENTS.c.attempt_count,
+            _LEASE_INTENTS.c.lease_token,
             bindparam("b_worker_id", type_=String()),
             bindparam("b_stage", type_=String()),
             bindparam("b_now", type_=UTCDateTime()),
         ),
     )
+    .add_cte(_LEASE_INTENTS)
     .returning(s.ATTEMPT.c.lease_token, s.ATTEMPT.c.id)
 )
 
@@ -86,8 +90,8 @@ def lease(
         b_numbers=[intent.attempt_count + 1 for intent in due],
         b_now=now,
     )
-    connection.execute(LEASE_BATCH, dict(batch, b_lease_expires_at=lease_expires_at))
     inserted = connection.execute(
-        INSERT_ATTEMPT_BATCH, dict(batch, b_worker_id=worker_id, b_stage=CLAIMED)
+        LEASE_BATCH,
+        dict(batch, b_lease_expires_at=lease_expires_at, b_worker_id=worker_id, b_stage=CLAIMED),
     )
     return {token: attempt_id for token, attempt_id in inserted}
