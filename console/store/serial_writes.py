@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -59,8 +59,10 @@ class SerialWrites:
         self._connections = ThreadConnections(engine)  # the event loop's, each thread's
         self._posted: list[Future] = []  # to the threads, since the last drain
         self._errors: list[BaseException] = []
-        # (function, its arguments, grouped): grouped, the arguments are one item of many
-        self._pending: collections.deque[tuple[Callable[..., Any], Any, bool]] = collections.deque()
+        # (function, its arguments, grouped, its form on the socket or None): grouped, the
+        # arguments are one item of many
+        self._pending: collections.deque[tuple] = collections.deque()
+        self._on_socket: asyncio.Task | None = None  # a write on the socket, not yet answered
         self._scheduled = False  # a run of the pending writes is due in the event loop
         self._group_size = 1 if self._always_inline else max(1, group)
         self._grouped = 0  # grouped writes pending
@@ -74,7 +76,7 @@ class SerialWrites:
     def run_inline(self, inline: bool) -> None:
         """Between batches, with nothing pending: run the next writes in the event loop's
         thread (True) or in the writes thread (False; not on SQLite)."""
-        if self._pending:
+        if self._pending or self._on_socket is not None:
             raise RuntimeError("writes are still pending: drain them first")
         self._inline = self._always_inline or inline
 
@@ -84,25 +86,33 @@ class SerialWrites:
         An error is kept for the next ``drain``; the writes after it still run.
         """
         if self._inline:
-            self._pending.append((function, args, False))
+            self._pending.append((function, args, False, None))
             self._schedule_pending()
         else:
             self._posted.append(self._executor.submit(self._call_keeping_errors, function, args))
 
-    def post_grouped(self, function: Callable[..., Any], item: Any) -> None:
+    def post_grouped(
+        self,
+        function: Callable[..., Any],
+        item: Any,
+        on_socket: Callable[..., Awaitable[Any]] | None = None,
+    ) -> None:
         """Like ``post``, for a write ``function(connection, items)`` that does several
         items at once (the records: one statement for all, ``record_arrays``).
 
         In the event loop's thread next to PostgreSQL, up to ``group`` items (the worker's
         ``CONSOLE_RECORD_GROUP``) wait for each other, ``GROUP_WAIT_SECONDS`` at most,
         and go in one call: one round trip and one commit instead of one each, while the
-        sends go on. On SQLite, in the threads and with a group of 1 each item goes
-        alone, as ``post`` runs it.
+        sends go on. With `on_socket` (the same write, awaited on the connection's
+        socket) the event loop goes on while the database answers; the writes after it
+        wait for its answer, and the items posted meanwhile make the next group. On
+        SQLite, in the threads and with a group of 1 each item goes alone, as ``post``
+        runs it.
         """
         if not self._inline or self._group_size == 1:
             self.post(function, [item])
             return
-        self._pending.append((function, item, True))
+        self._pending.append((function, item, True, on_socket))
         self._grouped += 1
         if self._grouped >= self._group_size:
             self._schedule_pending()
@@ -114,9 +124,18 @@ class SerialWrites:
                 return
             self._timer = loop.call_later(GROUP_WAIT_SECONDS, self._run_pending)
 
+    async def room(self) -> None:
+        """Wait while a group is written on the socket and a full group waits behind it:
+        outcomes never pile up beyond two groups (what a kill can leave unrecorded)."""
+        while self._on_socket is not None and self._grouped >= self._group_size:
+            await asyncio.wait([self._on_socket])
+
     async def drain(self) -> None:
         """Wait until every write posted so far is done; raise the first error among them."""
         self._run_pending()
+        while self._on_socket is not None:
+            await asyncio.wait([self._on_socket])
+            self._run_pending()  # the writes that waited for it
         posted, self._posted = self._posted, []
         if posted:
             await asyncio.wrap_future(_all_done(posted))
@@ -136,14 +155,20 @@ class SerialWrites:
 
     def _run_pending(self) -> None:
         self._scheduled = False
-        self._grouped = 0
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        while self._pending:
-            function, args, grouped = self._pending.popleft()
+        if self._on_socket is not None:
+            return  # its end resumes the writes that wait (_resume_after_socket)
+        while self._pending and self._on_socket is None:
+            function, args, grouped, on_socket = self._pending.popleft()
             if grouped:  # with the grouped items of the same write right after it
                 args = (self._group_from(function, args),)
+                self._grouped -= len(args[0])
+                loop = _running_loop()
+                if on_socket is not None and loop is not None:
+                    self._on_socket = loop.create_task(self._socket_write(on_socket, args))
+                    return
             self._call_keeping_errors(function, args)
 
     def _group_from(self, function: Callable[..., Any], first: Any) -> list[Any]:
@@ -156,6 +181,28 @@ class SerialWrites:
                 break
             items.append(pending.popleft()[1])
         return items
+
+    async def _socket_write(self, on_socket: Callable[..., Awaitable[Any]], args: tuple) -> None:
+        """Await a write on the socket of the event loop's connection; then the writes
+        that waited for it."""
+        connection = self._connections.here()
+        try:
+            await on_socket(connection, *args)
+        except BaseException as error:  # noqa: BLE001 - raised again by drain()
+            connection.close()  # the next write starts on a fresh connection
+            self._errors.append(error)
+        finally:
+            self._on_socket = None
+            self._resume_after_socket()
+
+    def _resume_after_socket(self) -> None:
+        """After a write on the socket: a full group, or a plain write waiting, go now; a
+        group not yet full waits for more, ``GROUP_WAIT_SECONDS`` at most."""
+        if self._grouped >= self._group_size or not all(entry[2] for entry in self._pending):
+            self._run_pending()
+        elif self._pending and self._timer is None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(GROUP_WAIT_SECONDS, self._run_pending)
 
     def _call_keeping_errors(self, function: Callable[..., Any], args: tuple) -> None:
         try:
@@ -182,6 +229,13 @@ class SerialWrites:
         self._posted = []
         self._executor.shutdown()
         self._connections.close_all()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def inline_for(round_trip_seconds: float | None) -> bool:

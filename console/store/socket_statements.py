@@ -1,5 +1,6 @@
 """PostgreSQL next door: one prepared statement run on a connection's socket while the
-event loop goes on (the ``data_sent`` mark, ``socket_marks``).
+event loop goes on (the ``data_sent`` mark, ``socket_marks``; the grouped records,
+``socket_records``).
 
 A statement run by the driver stops the event loop until PostgreSQL answers, and next
 door on two shared cores that wait is several times the statement's own work. Here it

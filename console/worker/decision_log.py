@@ -1,4 +1,5 @@
-"""One log line per decision of the send loop: ids, stage, outcome, retry; no params or bodies."""
+"""One log line per decision of the send loop: ids, stage, outcome, retry; no params or bodies
+(and the tick's report of what was recorded)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from console.core.lifecycle import Decision
 from console.vocabulary import ACCEPTED
 
 if TYPE_CHECKING:
-    from console.worker.tick import FinishedAttempt
+    from console.worker.tick import Finished, FinishedAttempt
 
 log = logging.getLogger("console.worker.loop")
 
@@ -75,6 +76,16 @@ def log_record(outcome: FinishedAttempt, recorded: bool) -> None:
         code,
         outcome.now,
     )
+
+
+def report_records(finished: Finished, written: list[bool]) -> None:
+    """Each recorded outcome counted in its tick's report (a stale one as such), logged."""
+    for (outcome, report), recorded in zip(finished, written, strict=True):
+        if recorded:
+            report.add_status(outcome.decision.status)
+        else:
+            report.add_stale()
+        log_record(outcome, recorded)
 
 
 def log_expired_lease(lease, decision: Decision) -> None:

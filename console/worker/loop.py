@@ -45,7 +45,7 @@ from console.worker.decision_log import (
     log_batch,
     log_decision,
     log_expired_lease,
-    log_record,
+    report_records,
 )
 from console.worker.decisions import SendDecisions
 from console.worker.eligibility import EligibilityPolicy
@@ -55,7 +55,7 @@ from console.worker.outcome_writer import OutcomeWriter
 from console.worker.send_budget import SendBudget
 from console.worker.settings import WorkerSettings
 from console.worker.stage_marks import SUPPRESSED_BEFORE_BODY, StageMarks, SuppressedBeforeBody
-from console.worker.tick import FinishedAttempt, TickReport
+from console.worker.tick import Finished, FinishedAttempt, TickReport
 
 log = logging.getLogger(__name__)
 HOUSEKEEPING_INTERVAL = dt.timedelta(seconds=1)
@@ -304,7 +304,8 @@ class Worker:
             deferral = self.guard.note_domain_outcome(recipient, outcome_name, result.code, now)
         self._crash_if("before_record")
         outcome = FinishedAttempt(claim, result, classification, decision, now, deferral)
-        self._writes.post_grouped(self._record_all, (outcome, report))
+        await self._writes.room()  # outcomes waiting for their record: two groups at most
+        self._writes.post_grouped(self._record_all, (outcome, report), self._record_on_socket)
 
     def _wait_uncharged(self, claim: claims.Claim, reason: str, now: dt.datetime) -> Decision:
         """The relay refused the session: the intent waits, the rest of its lane too."""
@@ -331,17 +332,16 @@ class Worker:
             date=self.clock(),
         )
 
-    def _record_all(
-        self, connection: Connection, finished: list[tuple[FinishedAttempt, TickReport]]
-    ):
+    def _record_all(self, connection: Connection, finished: Finished):
         """T2 of attempts, one or several in one statement (SerialWrites says in which
         thread and how many), then a log line each."""
         if len(finished) > 1:
             self._crash_if("record_group")
-        written = self._outcomes.write_all(connection, [outcome for outcome, _ in finished])
-        for (outcome, report), recorded in zip(finished, written, strict=True):
-            if recorded:
-                report.add_status(outcome.decision.status)
-            else:
-                report.add_stale()
-            log_record(outcome, recorded)
+        report_records(finished, self._outcomes.write_all(connection, [o for o, _ in finished]))
+
+    async def _record_on_socket(self, connection: Connection, finished: Finished):
+        """``_record_all`` with the statement on the connection's socket (next door)."""
+        if len(finished) > 1:
+            self._crash_if("record_group")
+        outcomes = [outcome for outcome, _ in finished]
+        report_records(finished, await self._outcomes.write_all_on_socket(connection, outcomes))

@@ -14,8 +14,10 @@ rate, suppressions, alerts) runs under one lock, one record at a time.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
@@ -30,6 +32,9 @@ from console.worker.guard import SendGuard
 from console.worker.send_budget import SendBudget
 from console.worker.settings import WorkerSettings
 from console.worker.tick import FinishedAttempt
+
+if TYPE_CHECKING:
+    from console.store.socket_records import SocketRecords
 
 log = logging.getLogger("console.worker.loop")
 
@@ -49,6 +54,7 @@ class OutcomeWriter:
         self.relay = relay
         self.budget = budget
         self._after_record = threading.Lock()  # what follows a record: one at a time
+        self._socket_records: SocketRecords | None = None  # on the event loop's connection
 
     def write(self, connection: Connection, outcome: FinishedAttempt) -> bool:
         """Record `outcome`; False when this worker's lease was lost (a stale write)."""
@@ -74,6 +80,36 @@ class OutcomeWriter:
         recorded = set()
         if recordable:
             recorded = attempt_records.record_all(connection, [_values(o) for o in recordable])
+        return self._after_all(connection, outcomes, recorded)
+
+    async def write_all_on_socket(
+        self, connection: Connection, outcomes: list[FinishedAttempt]
+    ) -> list[bool]:
+        """``write_all`` with the records' statement on the socket of `connection`, the event
+        loop's (PostgreSQL next door): the loop goes on sending while it is written."""
+        from console.store.socket_records import SocketRecords  # psycopg: PostgreSQL only
+
+        records = self._socket_records
+        if records is None or records.connection is not connection:
+            records = self._socket_records = SocketRecords(connection)
+        recordable = [o for o in outcomes if not o.classification.blames_session]
+        try:
+            recorded = set()
+            if recordable:
+                recorded = await records.record_all([_values(o) for o in recordable])
+        except asyncio.CancelledError:
+            records.abandon()  # not given back to the pool mid-statement
+            raise
+        except Exception:
+            self._socket_records = None  # its connection is closed
+            raise
+        return self._after_all(connection, outcomes, recorded)
+
+    def _after_all(
+        self, connection: Connection, outcomes: list[FinishedAttempt], recorded: set[int]
+    ) -> list[bool]:
+        """After the records of `outcomes` (the attempt ids of those `recorded`): a refused
+        session held, what each recorded one calls for; ``write``'s answer for each."""
         written = []
         for outcome in outcomes:
             if outcome.classification.blames_session:

@@ -52,3 +52,7 @@ class FinishedAttempt:
     decision: Decision
     now: dt.datetime
     deferral: Deferral | None = None  # the run of 4yz this outcome completed
+
+
+# The outcomes a record carries, each with the report of its tick.
+Finished = list[tuple[FinishedAttempt, TickReport]]

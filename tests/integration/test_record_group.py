@@ -22,6 +22,7 @@ from console.models import Attempt, Intent, Suppression
 from console.store import attempt_records
 from console.store.database import make_engine
 from console.store.serial_writes import GROUP_WAIT_SECONDS, SerialWrites
+from console.store.socket_records import SocketRecords
 from console.transports.memory import MemoryTransport
 from console.vocabulary import (
     ACCEPTED,
@@ -207,6 +208,72 @@ def test_next_door_records_wait_for_a_full_group_or_a_moment_then_go_in_one_call
 
 
 @pytest.mark.postgres
+def test_a_group_on_the_socket_holds_back_the_writes_after_it_until_answered(postgres_url):
+    engine = make_engine(postgres_url)
+    writes, calls, write_all = grouping_writes(engine, group=2)
+    answered = asyncio.Event()
+
+    async def on_socket(connection, items) -> None:
+        calls.append(["sent", *items])
+        await answered.wait()  # the database has not answered yet
+        if 99 in items:
+            raise RuntimeError("the statement failed")
+        calls.append(["answered", *items])
+
+    async def batch() -> None:
+        writes.post_grouped(write_all, 0, on_socket)
+        writes.post_grouped(write_all, 1, on_socket)
+        writes.post(lambda connection: calls.append(["plain"]))
+        writes.post_grouped(write_all, 2, on_socket)
+        writes.post_grouped(write_all, 3, on_socket)
+        for _ in range(5):
+            await asyncio.sleep(0)  # the loop goes on while the first group waits
+        assert calls == [["sent", 0, 1]], "nothing after it runs before its answer"
+        answered.set()
+        await writes.drain()
+        writes.post_grouped(write_all, 99, on_socket)
+        with pytest.raises(RuntimeError, match="failed"):
+            await writes.drain()
+
+    asyncio.run(batch())
+    assert calls[1:4] == [["answered", 0, 1], ["plain"], ["sent", 2, 3]]
+    assert calls[4:] == [["answered", 2, 3], ["sent", 99]]
+    writes.shutdown()
+    engine.dispose()
+
+
+@pytest.mark.postgres
+def test_behind_a_group_on_the_socket_a_full_group_makes_the_senders_wait(postgres_url):
+    engine = make_engine(postgres_url)
+    writes, calls, write_all = grouping_writes(engine, group=2)
+    answered = asyncio.Event()
+
+    async def on_socket(connection, items) -> None:
+        calls.append(["sent", *items])
+        await answered.wait()
+
+    async def batch() -> None:
+        for number in range(2):
+            writes.post_grouped(write_all, number, on_socket)
+        await asyncio.sleep(0)
+        await asyncio.wait_for(writes.room(), 1)  # one group out, none behind it: room
+        for number in range(2, 4):
+            writes.post_grouped(write_all, number, on_socket)
+        waiting = asyncio.ensure_future(writes.room())
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not waiting.done(), "a full group waits behind the one out: no room"
+        answered.set()
+        await asyncio.wait_for(waiting, 1)
+        assert calls[-1] == ["sent", 2, 3], "the group behind went out, making room"
+        await writes.drain()
+
+    asyncio.run(batch())
+    writes.shutdown()
+    engine.dispose()
+
+
+@pytest.mark.postgres
 def test_a_far_database_or_a_group_of_one_records_each_alone(postgres_url):
     engine = make_engine(postgres_url)
     for group, inline in ((3, False), (1, True)):
@@ -241,7 +308,8 @@ def test_on_sqlite_each_record_goes_alone(tmp_path):
 
 @pytest.fixture
 def record_sizes(monkeypatch) -> list[int]:
-    """How many records each statement of several carried (``attempt_records.record_all``)."""
+    """How many records each statement of several carried (``attempt_records.record_all``,
+    ``SocketRecords.record_all``)."""
     sizes: list[int] = []
     record_all = attempt_records.record_all
 
@@ -250,6 +318,13 @@ def record_sizes(monkeypatch) -> list[int]:
         return record_all(connection, records)
 
     monkeypatch.setattr(attempt_records, "record_all", counted)
+    on_socket = SocketRecords.record_all  # the event loop's records next door
+
+    async def counted_on_socket(self, records):
+        sizes.append(len(records))
+        return await on_socket(self, records)
+
+    monkeypatch.setattr(SocketRecords, "record_all", counted_on_socket)
     return sizes
 
 
