@@ -188,12 +188,14 @@ class SerialWrites:
         connection = self._connections.here()
         try:
             await on_socket(connection, *args)
-        except BaseException as error:  # noqa: BLE001 - raised again by drain()
+        except Exception as error:  # noqa: BLE001 - raised again by drain()
             connection.close()  # the next write starts on a fresh connection
             self._errors.append(error)
-        finally:
+        except BaseException:  # cancelled (the event loop closing): nothing more from here
             self._on_socket = None
-            self._resume_after_socket()
+            raise
+        self._on_socket = None
+        self._resume_after_socket()
 
     def _resume_after_socket(self) -> None:
         """After a write on the socket: a full group, or a plain write waiting, go now; a

@@ -274,6 +274,29 @@ def test_behind_a_group_on_the_socket_a_full_group_makes_the_senders_wait(postgr
 
 
 @pytest.mark.postgres
+def test_a_group_on_the_socket_cancelled_stays_cancelled_and_starts_nothing_more(postgres_url):
+    engine = make_engine(postgres_url)
+    writes, calls, write_all = grouping_writes(engine, group=2)
+
+    async def on_socket(connection, items) -> None:
+        calls.append(["sent", *items])
+        await asyncio.sleep(10)  # never answered: the event loop closes first
+
+    async def batch() -> None:
+        for number in range(4):
+            writes.post_grouped(write_all, number, on_socket)
+        while not calls:
+            await asyncio.sleep(0)
+        writes._on_socket.cancel()
+        await asyncio.sleep(0.01)
+
+    asyncio.run(batch())
+    assert calls == [["sent", 0, 1]], "the group behind it was not started on a closing loop"
+    assert writes._on_socket is None
+    engine.dispose()
+
+
+@pytest.mark.postgres
 def test_a_far_database_or_a_group_of_one_records_each_alone(postgres_url):
     engine = make_engine(postgres_url)
     for group, inline in ((3, False), (1, True)):
