@@ -63,6 +63,7 @@ class SerialWrites:
         # arguments are one item of many
         self._pending: collections.deque[tuple] = collections.deque()
         self._on_socket: asyncio.Task | None = None  # a write on the socket, not yet answered
+        self._on_socket_items = 0  # the grouped items it carries
         self._scheduled = False  # a run of the pending writes is due in the event loop
         self._group_size = 1 if self._always_inline else max(1, group)
         self._grouped = 0  # grouped writes pending
@@ -124,6 +125,11 @@ class SerialWrites:
                 return
             self._timer = loop.call_later(GROUP_WAIT_SECONDS, self._run_pending)
 
+    @property
+    def waiting(self) -> int:
+        """Grouped items posted and not yet written: pending, or on the socket."""
+        return self._grouped + (self._on_socket_items if self._on_socket is not None else 0)
+
     async def room(self) -> None:
         """Wait while a group is written on the socket and a full group waits behind it:
         outcomes never pile up beyond two groups (what a kill can leave unrecorded)."""
@@ -168,6 +174,7 @@ class SerialWrites:
                 loop = _running_loop()
                 if on_socket is not None and loop is not None:
                     self._on_socket = loop.create_task(self._socket_write(on_socket, args))
+                    self._on_socket_items = len(args[0])
                     return
             self._call_keeping_errors(function, args)
 

@@ -305,6 +305,8 @@ class Worker:
         self._crash_if("before_record")
         outcome = FinishedAttempt(claim, result, classification, decision, now, deferral)
         await self._writes.room()  # outcomes waiting for their record: two groups at most
+        if self._writes.waiting:  # this outcome would join others not yet recorded
+            self._crash_if("record_group")
         self._writes.post_grouped(self._record_all, (outcome, report), self._record_on_socket)
 
     def _wait_uncharged(self, claim: claims.Claim, reason: str, now: dt.datetime) -> Decision:
@@ -335,13 +337,9 @@ class Worker:
     def _record_all(self, connection: Connection, finished: Finished):
         """T2 of attempts, one or several in one statement (SerialWrites says in which
         thread and how many), then a log line each."""
-        if len(finished) > 1:
-            self._crash_if("record_group")
         report_records(finished, self._outcomes.write_all(connection, [o for o, _ in finished]))
 
     async def _record_on_socket(self, connection: Connection, finished: Finished):
         """``_record_all`` with the statement on the connection's socket (next door)."""
-        if len(finished) > 1:
-            self._crash_if("record_group")
         outcomes = [outcome for outcome, _ in finished]
         report_records(finished, await self._outcomes.write_all_on_socket(connection, outcomes))
