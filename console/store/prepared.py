@@ -103,7 +103,9 @@ def _processor(bind, dialect: Dialect):
     return bind.type.dialect_impl(dialect).bind_processor(dialect)
 
 
-_prepared: dict[tuple[int, str, str, str], Prepared] = {}
+# Each entry holds its statement too: a statement that lived in the cache cannot be
+# collected and its id handed to another one (a statement built on the fly).
+_prepared: dict[tuple[int, str, str, str], tuple[ClauseElement, Prepared]] = {}
 
 
 def prepared(statement: ClauseElement, dialect: Dialect) -> Prepared:
@@ -111,8 +113,8 @@ def prepared(statement: ClauseElement, dialect: Dialect) -> Prepared:
     key = (id(statement), dialect.name, dialect.driver, dialect.paramstyle)
     found = _prepared.get(key)
     if found is None:
-        found = _prepared[key] = Prepared(statement, dialect)
-    return found
+        found = _prepared[key] = (statement, Prepared(statement, dialect))
+    return found[1]
 
 
 def runs_on(connection: Connection) -> bool:

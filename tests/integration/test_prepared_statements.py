@@ -9,6 +9,7 @@ errors, transactions and broken connections are handled as the engine handles th
 from __future__ import annotations
 
 import datetime as dt
+import gc
 
 import pytest
 from sqlalchemy import event, text
@@ -141,3 +142,13 @@ def test_a_value_bound_twice_is_sent_twice(engine):
         statement = prepared.prepared(text("SELECT :n, :n + 1"), engine.dialect)
         assert tuple(statement.execute(connection, {"n": 4}).fetchone()) == (4, 5)
         prepared.rollback(connection)
+
+
+def test_a_statement_built_on_the_fly_never_gets_the_prepared_of_one_gone(engine):
+    for _ in range(20):  # a freed statement's id is soon handed to the next one
+        gone = text("SELECT :secret")
+        prepared.prepared(gone, engine.dialect)
+        del gone
+        gc.collect()
+        fresh = text("SELECT :n")
+        assert prepared.prepared(fresh, engine.dialect).parameters({"n": 1}) in ([1], {"n": 1})
