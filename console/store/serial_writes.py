@@ -118,12 +118,7 @@ class SerialWrites:
         if self._grouped >= self._group_size:
             self._schedule_pending()
         elif self._timer is None and not self._scheduled:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # no event loop: nothing to wait for, write now
-                self._run_pending()
-                return
-            self._timer = loop.call_later(GROUP_WAIT_SECONDS, self._run_pending)
+            self._wait_for_more()
 
     @property
     def waiting(self) -> int:
@@ -150,9 +145,8 @@ class SerialWrites:
             raise first
 
     def _schedule_pending(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no event loop: nothing to overlap, write now
+        loop = _running_loop()
+        if loop is None:  # no event loop: nothing to overlap, write now
             self._run_pending()
             return
         if not self._scheduled:
@@ -210,8 +204,15 @@ class SerialWrites:
         if self._grouped >= self._group_size or not all(entry[2] for entry in self._pending):
             self._run_pending()
         elif self._pending and self._timer is None:
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(GROUP_WAIT_SECONDS, self._run_pending)
+            self._wait_for_more()
+
+    def _wait_for_more(self) -> None:
+        """A group not yet full goes ``GROUP_WAIT_SECONDS`` from now, unless filled first."""
+        loop = _running_loop()
+        if loop is None:  # no event loop: nothing to wait for, write now
+            self._run_pending()
+            return
+        self._timer = loop.call_later(GROUP_WAIT_SECONDS, self._run_pending)
 
     def _call_keeping_errors(self, function: Callable[..., Any], args: tuple) -> None:
         try:

@@ -76,10 +76,8 @@ class OutcomeWriter:
         each. A refused session is held as ``write`` holds it, one at a time."""
         if len(outcomes) == 1:
             return [self.write(connection, outcomes[0])]
-        recordable = [o for o in outcomes if not o.classification.blames_session]
-        recorded = set()
-        if recordable:
-            recorded = attempt_records.record_all(connection, [_values(o) for o in recordable])
+        records = _recordable(outcomes)
+        recorded = attempt_records.record_all(connection, records) if records else set()
         return self._after_all(connection, outcomes, recorded)
 
     async def write_all_on_socket(
@@ -89,16 +87,14 @@ class OutcomeWriter:
         loop's (PostgreSQL next door): the loop goes on sending while it is written."""
         from console.store.socket_records import SocketRecords  # psycopg: PostgreSQL only
 
-        records = self._socket_records
-        if records is None or records.connection is not connection:
-            records = self._socket_records = SocketRecords(connection)
-        recordable = [o for o in outcomes if not o.classification.blames_session]
+        statement = self._socket_records
+        if statement is None or statement.connection is not connection:
+            statement = self._socket_records = SocketRecords(connection)
+        records = _recordable(outcomes)
         try:
-            recorded = set()
-            if recordable:
-                recorded = await records.record_all([_values(o) for o in recordable])
+            recorded = await statement.record_all(records) if records else set()
         except asyncio.CancelledError:
-            records.abandon()  # not given back to the pool mid-statement
+            statement.abandon()  # not given back to the pool mid-statement
             raise
         except Exception:
             self._socket_records = None  # its connection is closed
@@ -169,6 +165,12 @@ class OutcomeWriter:
             )
             session.commit()
         return released
+
+
+def _recordable(outcomes: list[FinishedAttempt]) -> list[dict]:
+    """The record values of the outcomes a record statement carries (a refused session is
+    held instead, ``write``)."""
+    return [_values(o) for o in outcomes if not o.classification.blames_session]
 
 
 def _values(outcome: FinishedAttempt) -> dict:
