@@ -1,7 +1,7 @@
 """MAIL FROM and RCPT TO in one write when the relay offers PIPELINING (RFC 2920).
 
-A message then costs three round trips to the relay instead of four (the body
-still waits for RCPT's reply: the ``data_sent`` mark is committed in between).
+A message then costs three round trips to the relay instead of four (DATA still
+waits for RCPT's reply, and the body for the ``data_sent`` mark).
 
 aiosmtplib reads one reply per command it sends: what arrives after a reply stays
 in its protocol's buffer, and data arriving while no reply is awaited is

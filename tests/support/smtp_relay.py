@@ -28,12 +28,16 @@ class RawRelay(LoopServer):
         mail_replies: dict[int, bytes] | None = None,
         rcpt_replies: dict[str, bytes] | None = None,
         body_replies: dict[int, bytes] | None = None,
+        data_replies: dict[int, bytes] | None = None,
         hang_up_after_mail: frozenset[int] = frozenset(),
     ) -> None:
         self.pipelining = pipelining  # EHLO says PIPELINING
         self.chunking = chunking  # EHLO says CHUNKING: BDAT accepted
         self.body_replies = body_replies or {}  # the nth body (from 1): its reply, or b"hangup"
         self.bodies: list[bytes] = []
+        self.data_replies = data_replies or {}  # the nth DATA (from 1): its reply instead of 354
+        self.unfinished: list[bytes] = []  # bodies cut off by a hang-up before their closing dot
+        self._datas = 0
         self.split = split  # the RCPT reply in a segment of its own, 50 ms after MAIL's
         self.mail_replies = mail_replies or {}  # the nth MAIL (from 1, all connections)
         self.hang_up_after_mail = hang_up_after_mail  # the nth MAIL: its reply, then hang up
@@ -71,9 +75,17 @@ class RawRelay(LoopServer):
             elif verb == b"RCPT":  # after a MAIL answered on its own
                 writer.write(self._rcpt_reply(line, b"250 2.1.0 Ok\r\n"))
             elif verb == b"DATA":
+                self._datas += 1
+                refusal = self.data_replies.get(self._datas)
+                if refusal is not None:
+                    writer.write(refusal)
+                    continue
                 writer.write(b"354 go on\r\n")
                 lines = []
                 while (line := await reader.readline()) != b".\r\n":
+                    if not line:  # the client hung up before the closing dot: no message
+                        self.unfinished.append(b"".join(lines))
+                        return
                     lines.append(line[1:] if line.startswith(b"..") else line)
                 if not self._answer_body(b"".join(lines), writer):
                     return
