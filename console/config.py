@@ -44,7 +44,7 @@ class Settings:
     smtp_ehlo_name: str | None = None  # None: the FQDN, else an address literal
     smtp_discard_ehlo_keywords: frozenset[str] = frozenset()  # offered, but not to be used
     poll_seconds: float = 1.0
-    batch_size: int = 50
+    batch_size: int | None = None  # None: BATCH_PER_CONNECTION a connection
     lease_seconds: float = 300.0
     retry_base_seconds: float = 30.0
     retry_cap_seconds: float = 3600.0

@@ -9,6 +9,16 @@ from console.core.backoff import Backoff
 from console.core.classify import Overrides, parse_overrides
 from console.core.lifecycle import RetryPolicy
 
+# Intents a claim takes for each connection when CONSOLE_BATCH_SIZE is not set: every
+# connection count then sends a batch in about the time one connection sends 50.
+BATCH_PER_CONNECTION = 50
+
+
+def batch_size_for(configured: int | None, connections: int) -> int:
+    """The intents a claim takes: `configured` (CONSOLE_BATCH_SIZE), else
+    ``BATCH_PER_CONNECTION`` for each of the worker's `connections`."""
+    return configured if configured is not None else BATCH_PER_CONNECTION * max(1, connections)
+
 
 @dataclasses.dataclass(frozen=True)
 class WorkerSettings:
@@ -31,7 +41,7 @@ class WorkerSettings:
         return cls(
             mail_from=settings.mail_from,
             retry=RetryPolicy(backoff, settings.max_attempts, settings.max_age_seconds),
-            batch_size=settings.batch_size,
+            batch_size=batch_size_for(settings.batch_size, settings.smtp_connections),
             lease_seconds=settings.lease_seconds,
             concurrency=settings.smtp_connections,
             record_group=settings.record_group,

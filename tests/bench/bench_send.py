@@ -56,7 +56,7 @@ from console.transports.smtp import SmtpTransport  # noqa: E402
 from console.vocabulary import SUBMITTED  # noqa: E402
 from console.worker.guard import GuardPolicy  # noqa: E402
 from console.worker.loop import Worker  # noqa: E402
-from console.worker.settings import WorkerSettings  # noqa: E402
+from console.worker.settings import WorkerSettings, batch_size_for  # noqa: E402
 from tests.conftest import migrate_to_head  # noqa: E402
 from tests.support import pgcluster  # noqa: E402
 from tests.support.commands import CONSOLE_BIN  # noqa: E402
@@ -129,6 +129,7 @@ def bench_worker(url: str, smtp_url: str, connections: int):
     settings = WorkerSettings(
         mail_from=MAIL_FROM,
         retry=RetryPolicy(Backoff(30, 3600, 5), 8, 86400),
+        batch_size=batch_size_for(None, connections),  # CONSOLE_BATCH_SIZE not set
         concurrency=connections,
     )
     transport = SmtpTransport(smtp_url, connections=connections, timeout_seconds=30)
