@@ -144,6 +144,16 @@ class BatchClaimer:
                     return ahead, 0
         return self._claim_beside(ahead, now)
 
+    def claim_critical(self, now: dt.datetime) -> ClaimedBatch | None:
+        """The critical intents due at `now`, claimed as the start of a tick claims them
+        beside a batch claimed ahead (the breakers read, the critical lane only); None
+        when none is due (one read, no transaction)."""
+        with self.session_factory.kw["bind"].connect() as connection:
+            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+            if not claims.critical_due(connection, now):
+                return None
+        return self._claim_beside(ClaimedBatch([], []), now)[0]
+
     def _claim_beside(self, ahead: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
         """A batch claimed ahead, at the start of its tick: the breakers read as a claim reads
         them; the intents of a lane that may no longer send a full batch given back (no

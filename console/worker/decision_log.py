@@ -88,6 +88,14 @@ def report_records(finished: Finished, written: list[bool]) -> None:
         log_record(outcome, recorded)
 
 
+def report_not_sent(not_sent, report) -> None:
+    """What a claim closed without an attempt (expired, suppressed...), each (intent,
+    decision), counted in its tick's report and logged."""
+    for intent, decision in not_sent:
+        report.add_status(decision.status)
+        log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
+
+
 def log_expired_lease(lease, decision: Decision) -> None:
     """Warn that a silent worker's lease was taken back, and where its intent went."""
     log.warning(

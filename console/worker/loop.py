@@ -41,10 +41,12 @@ from console.worker.claim_ahead import ClaimAhead
 from console.worker.compose import compose
 from console.worker.compose_ahead import ComposeAhead
 from console.worker.crash_points import CrashPoint
+from console.worker.critical_check import CriticalCheck
 from console.worker.decision_log import (
     log_batch,
     log_decision,
     log_expired_lease,
+    report_not_sent,
     report_records,
 )
 from console.worker.decisions import SendDecisions
@@ -101,6 +103,7 @@ class Worker:
         on_postgresql = session_factory.kw["bind"].dialect.name == "postgresql"
         self.claims_ahead = claim_ahead and on_postgresql and budget is None
         self._ahead_claim = ClaimAhead(self._claimer, self._crash_if)
+        self._critical = CriticalCheck(self._claimer, enabled=budget is None)  # mid-batch
         relay = getattr(transport, "relay", "relay")
         self._outcomes = OutcomeWriter(settings, self.guard, relay, budget)
         self._refused_lanes: dict[str, dt.datetime] = {}  # lane -> when its intents may go
@@ -193,9 +196,7 @@ class Worker:
             self._waiting_for_tokens = batch.waiting_for_tokens
         else:
             batch, report.released = taken
-        for intent, decision in batch.not_sent:
-            report.add_status(decision.status)
-            log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
+        report_not_sent(batch.not_sent, report)
         return batch.leased
 
     def _claim_next_ahead(self, leased: int, waiting: int, began: float) -> None:
@@ -237,12 +238,15 @@ class Worker:
     async def _send_batch(self, leased: list[claims.Claim], report: TickReport) -> None:
         waiting, began = collections.deque(leased), time.monotonic()
         held_back: list[tuple[claims.Claim, dt.datetime]] = []  # their domain deferred
-
         self._refused_lanes = {}
 
         async def one_connection() -> None:
             while waiting and not self.stopping:
                 claim = waiting.popleft()
+                critical = self._critical.after_take(waiting, self.clock())
+                if critical is not None:  # due since the claim: next in line
+                    report.claimed += len(critical.leased)
+                    report_not_sent(critical.not_sent, report)
                 self._claim_next_ahead(len(leased), len(waiting), began)
                 until = self._refused_lanes.get(claim.intent.lane)
                 until = until or self._deferral_of(claim.intent.recipient)
@@ -256,6 +260,7 @@ class Worker:
         self._writes.run_inline(near)
         self._stages.run_inline(near)
         self._ahead.start(waiting)
+        self._critical.start()
         try:
             await asyncio.gather(*(one_connection() for _ in range(lanes)))
         finally:

@@ -56,9 +56,8 @@ from tests.e2e.test_scale_out import (
 from tests.support import pgcluster
 from tests.support.smtp_server import SubprocessSMTPServer
 
-WORKER_SETTINGS = dict(
-    CONSOLE_POLL_SECONDS="0.2", CONSOLE_BATCH_SIZE="50", CONSOLE_SMTP_CONNECTIONS="4"
-)
+# CONSOLE_BATCH_SIZE not set: the default claim, 50 a connection
+WORKER_SETTINGS = dict(CONSOLE_POLL_SECONDS="0.2", CONSOLE_SMTP_CONNECTIONS="4")
 LOGIN_CODE_SPACING_SECONDS = 0.2
 SINKS = 4  # SMTP sinks, each in a process of its own: worker N sends to sink N mod 4
 TARGETS = {

@@ -1,0 +1,52 @@
+"""Critical intents due since a large batch was claimed, sent before the rest of it.
+
+A claim takes the critical lane first, but a login code enqueued while a batch is
+being sent waits for that batch to end. With the batch of several connections
+(``CONSOLE_BATCH_SIZE`` unset: 50 a connection) that is several times 50 bulk
+sends; so every ``CHECK_EVERY`` emails taken from a batch with more still waiting,
+the worker looks for due critical intents (one read) and, when there are, claims
+them as a tick claims them beside a batch claimed ahead (the breakers read, the
+critical lane only; one short transaction) and sends them next. A login code then
+waits behind about 50 bulk sends whatever the batch size.
+
+Not with a send budget (its tokens are taken by the tick's claim, in order).
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+
+from console.store.claims import Claim
+from console.worker.batch_claim import BatchClaimer, ClaimedBatch
+
+CHECK_EVERY = 50  # emails taken from a batch between two looks for critical intents
+
+
+class CriticalCheck:
+    """Counts the emails taken from the batch in flight; every ``CHECK_EVERY`` of them,
+    claims the critical intents due meanwhile and puts them first in line."""
+
+    def __init__(self, claimer: BatchClaimer, enabled: bool) -> None:
+        self._claimer = claimer
+        self._enabled = enabled
+        self._taken = 0
+
+    def start(self) -> None:
+        """A batch begins."""
+        self._taken = 0
+
+    def after_take(
+        self, waiting: collections.deque[Claim], now: dt.datetime
+    ) -> ClaimedBatch | None:
+        """An email was taken from the batch, `waiting` the rest of it: on every
+        ``CHECK_EVERY``-th with more waiting, the critical intents due claimed and put
+        first in `waiting`; what was claimed, or None when nothing was looked for or
+        found."""
+        self._taken += 1
+        if not self._enabled or not waiting or self._taken % CHECK_EVERY:
+            return None
+        batch = self._claimer.claim_critical(now)
+        if batch is not None:
+            waiting.extendleft(reversed(batch.leased))
+        return batch
