@@ -13,6 +13,7 @@ import datetime as dt
 import time
 from collections.abc import Callable
 
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session, sessionmaker
 
 from console.core.lifecycle import Decision
@@ -144,14 +145,12 @@ class BatchClaimer:
                     return ahead, 0
         return self._claim_beside(ahead, now)
 
-    def claim_critical(self, now: dt.datetime) -> ClaimedBatch | None:
+    def claim_critical(self, now: dt.datetime, reader: Connection) -> ClaimedBatch | None:
         """The critical intents due at `now`, claimed as the start of a tick claims them
         beside a batch claimed ahead (the breakers read, the critical lane only); None
-        when none is due (one read, no transaction)."""
-        with self.session_factory.kw["bind"].connect() as connection:
-            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
-            if not claims.critical_due(connection, now):
-                return None
+        when none is due (one read on `reader`, an autocommit connection)."""
+        if not claims.critical_due(reader, now):
+            return None
         return self._claim_beside(ClaimedBatch([], []), now)[0]
 
     def _claim_beside(self, ahead: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:

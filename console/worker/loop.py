@@ -243,9 +243,8 @@ class Worker:
         async def one_connection() -> None:
             while waiting and not self.stopping:
                 claim = waiting.popleft()
-                critical = self._critical.after_take(waiting, self.clock())
-                if critical is not None:  # due since the claim: next in line
-                    report.claimed += len(critical.leased)
+                if (critical := self._critical.after_take(waiting, self.clock())) is not None:
+                    report.claimed += len(critical.leased)  # due since the claim: next in line
                     report_not_sent(critical.not_sent, report)
                 self._claim_next_ahead(len(leased), len(waiting), began)
                 until = self._refused_lanes.get(claim.intent.lane)
@@ -265,6 +264,7 @@ class Worker:
             await asyncio.gather(*(one_connection() for _ in range(lanes)))
         finally:
             self._ahead.stop()
+            self._critical.stop()
             await self._writes.drain()  # every record of the batch, in order
             await self._writes.release_connection()
             self._stages.close()

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
 
 from console.models import Attempt, Intent
+from console.store import claims
 from console.transports.memory import MemoryTransport
 from console.vocabulary import SUBMITTED
 from console.worker import critical_check
@@ -72,3 +74,21 @@ def test_the_last_email_of_a_batch_looks_for_nothing(session_factory, make_worke
     assert worker.run_once().claimed == CHECK_EVERY
     assert worker.run_once().claimed == 1  # the login code, in the next tick
     assert transport.sent[-1].intent_id == transport.critical_id
+
+
+def test_a_look_that_fails_is_logged_and_the_batch_goes_on(
+    session_factory, make_worker, monkeypatch, caplog
+):
+    def database_gone(connection, now):
+        raise OperationalError("SELECT", {}, ConnectionError("the database went away"))
+
+    monkeypatch.setattr(claims, "critical_due", database_gone)
+    enqueue_orders(session_factory, [f"c{n}@example.com" for n in range(BATCH)])
+    transport = LoginCodeDuringTheBatch(session_factory, during=2)
+    worker = worker_for(make_worker, transport)
+
+    assert worker.run_once().claimed == BATCH, "every look failed: the batch as claimed"
+    assert len(transport.sent) == BATCH
+    assert "could not look for critical intents" in caplog.text
+    monkeypatch.undo()
+    assert worker.run_once().claimed == 1  # the login code: the next claim takes it
