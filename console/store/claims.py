@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from sqlalchemy import (
     Connection,
     Integer,
+    String,
+    any_,
     bindparam,
     exists,
     func,
@@ -34,6 +36,7 @@ from sqlalchemy import (
     union_all,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from console.core.lifecycle import Decision
@@ -170,6 +173,11 @@ def _mark_due_sending(
 _SUPPRESSED_AMONG = select(Suppression.__table__.c.recipient).where(
     Suppression.__table__.c.recipient.in_(bindparam("b_forms", expanding=True))
 )
+# PostgreSQL: the forms as one array, so the statement's text is the same for every batch
+# (an IN list of its own length each time is parsed anew by the driver).
+_SUPPRESSED_AMONG_ARRAY = select(Suppression.__table__.c.recipient).where(
+    Suppression.__table__.c.recipient == any_(bindparam("b_forms", type_=ARRAY(String)))
+)
 
 
 def suppressed_among(session: Session, recipients: set[str]) -> set[str]:
@@ -177,7 +185,10 @@ def suppressed_among(session: Session, recipients: set[str]) -> set[str]:
     if not recipients:
         return set()
     forms = {form: r for r in recipients for form in suppression_lookup.recipient_forms(r)}
-    found = session.connection().execute(_SUPPRESSED_AMONG, {"b_forms": list(forms)})
+    connection = session.connection()
+    on_postgresql = connection.dialect.name == "postgresql"
+    statement = _SUPPRESSED_AMONG_ARRAY if on_postgresql else _SUPPRESSED_AMONG
+    found = connection.execute(statement, {"b_forms": list(forms)})
     return {forms[recipient] for recipient in found.scalars()}
 
 
