@@ -30,16 +30,26 @@ def canonical_body(body: bytes) -> bytes:
 
 
 async def send_last_chunk(client: aiosmtplib.SMTP, body: bytes) -> SMTPResponse:
-    """Send `body` as ``BDAT <size> LAST``; the relay's reply, ``SMTPDataError`` unless 250.
+    """Send `body` as ``BDAT <size> LAST``; the relay's reply, ``SMTPDataError`` unless 250."""
+    message = canonical_body(body)
+    return await final_reply(client, b"BDAT %d LAST\r\n" % len(message) + message)
 
-    A broken connection or a timeout closes the client, as aiosmtplib's ``data`` does.
-    """
+
+async def final_reply(
+    client: aiosmtplib.SMTP, payload: bytes, after_start: bool = False
+) -> SMTPResponse:
+    """Write `payload` (once DATA's ``354`` is read, if `after_start`) and read the relay's
+    final reply; ``SMTPDataError`` for a reply other than the one expected. A broken
+    connection or a timeout closes the client, as aiosmtplib's ``data`` does."""
     protocol = client.protocol
     if protocol is None:
         raise aiosmtplib.SMTPServerDisconnected("Connection lost")
-    message = canonical_body(body)
     try:
-        protocol.write(b"BDAT %d LAST\r\n" % len(message) + message)
+        if after_start:
+            start = await protocol.read_response(timeout=None)
+            if start.code != aiosmtplib.SMTPStatus.start_input:
+                raise aiosmtplib.SMTPDataError(start.code, start.message)
+        protocol.write(payload)
         reply = await protocol.read_response(timeout=None)
     except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPTimeoutError):
         client.close()

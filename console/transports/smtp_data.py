@@ -21,7 +21,7 @@ from __future__ import annotations
 import aiosmtplib
 from aiosmtplib.response import SMTPResponse
 
-from console.transports.smtp_chunking import canonical_body
+from console.transports.smtp_chunking import canonical_body, final_reply
 
 
 def send_command(client: aiosmtplib.SMTP) -> bool:
@@ -36,24 +36,8 @@ def send_command(client: aiosmtplib.SMTP) -> bool:
 
 async def send_body(client: aiosmtplib.SMTP, body: bytes) -> SMTPResponse:
     """After ``send_command``: read the ``354``, then send `body` (dot-stuffed, closed by a
-    lone dot) and read the final reply; ``SMTPDataError`` for a reply other than the one
-    expected. A broken connection or a timeout closes the client, as aiosmtplib's
-    ``data`` does."""
-    protocol = client.protocol
-    if protocol is None:
-        raise aiosmtplib.SMTPServerDisconnected("Connection lost")
-    try:
-        start = await protocol.read_response(timeout=None)
-        if start.code != aiosmtplib.SMTPStatus.start_input:
-            raise aiosmtplib.SMTPDataError(start.code, start.message)
-        protocol.write(_stuffed(body))
-        reply = await protocol.read_response(timeout=None)
-    except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPTimeoutError):
-        client.close()
-        raise
-    if reply.code != aiosmtplib.SMTPStatus.completed:
-        raise aiosmtplib.SMTPDataError(reply.code, reply.message)
-    return reply
+    lone dot) and read the final reply (``smtp_chunking.final_reply``)."""
+    return await final_reply(client, _stuffed(body), after_start=True)
 
 
 def _stuffed(body: bytes) -> bytes:
