@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import datetime as dt
 import logging
+from collections.abc import Callable
 
 from sqlalchemy import Connection
 
@@ -50,17 +51,17 @@ class CriticalCheck:
             reader.close()
 
     def after_take(
-        self, waiting: collections.deque[Claim], now: dt.datetime
+        self, waiting: collections.deque[Claim], clock: Callable[[], dt.datetime]
     ) -> ClaimedBatch | None:
         """An email was taken from the batch, `waiting` the rest of it: on every
-        ``CHECK_EVERY``-th with more waiting, the critical intents due claimed and put
-        first in `waiting`; what was claimed, or None when nothing was looked for, found
-        or claimed."""
+        ``CHECK_EVERY``-th with more waiting, the critical intents due by `clock` claimed
+        and put first in `waiting`; what was claimed, or None when nothing was looked for,
+        found or claimed."""
         self._taken += 1
         if not self._enabled or not waiting or self._taken % CHECK_EVERY:
             return None
         try:
-            batch = self._claimer.claim_critical(now, self._connection())
+            batch = self._claimer.claim_critical(clock(), self._connection())
         except Exception:  # noqa: BLE001 - a bonus look: the next claim takes them first
             log.warning("could not look for critical intents during a batch", exc_info=True)
             self.stop()  # a fresh connection for the next look

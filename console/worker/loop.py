@@ -243,7 +243,7 @@ class Worker:
         async def one_connection() -> None:
             while waiting and not self.stopping:
                 claim = waiting.popleft()
-                if (critical := self._critical.after_take(waiting, self.clock())) is not None:
+                if (critical := self._critical.after_take(waiting, self.clock)) is not None:
                     report.claimed += len(critical.leased)  # due since the claim: next in line
                     report_not_sent(critical.not_sent, report)
                 self._claim_next_ahead(len(leased), len(waiting), began)
