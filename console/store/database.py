@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from console.paths import create_private_file
+from console.store.json_values import read_json
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_SECONDS = 10
@@ -57,13 +58,22 @@ def engine_options(url: str, *, lock_timeout_seconds: float | None = None) -> di
     """
     if url.startswith("sqlite"):
         timeout = lock_timeout_seconds or SQLITE_BUSY_TIMEOUT_MS / 1000
-        return {"connect_args": {"timeout": timeout}, "hide_parameters": True}
+        return {
+            "connect_args": {"timeout": timeout},
+            "hide_parameters": True,
+            "json_deserializer": read_json,
+        }
     connect_args: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
     options: dict[str, Any] = {"pool_pre_ping": True, "pool_size": 5, "max_overflow": 5}
     if lock_timeout_seconds is not None:
         connect_args["options"] = f"-c lock_timeout={round(lock_timeout_seconds * 1000)}"
         options["pool_timeout"] = lock_timeout_seconds
-    return {**options, "connect_args": connect_args, "hide_parameters": True}
+    return {
+        **options,
+        "connect_args": connect_args,
+        "hide_parameters": True,
+        "json_deserializer": read_json,
+    }
 
 
 def bound_lock_waits(engine: Engine, lock_timeout_seconds: float | None) -> None:

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from console.models import Intent, utcnow
 from console.store.intent_search import search_intents
+from console.store.json_values import UnreadableJSON
 from console.store.search_filters import SearchFilters
 
 BATCH_SIZE = 500  # intents read per page
@@ -71,8 +72,16 @@ def export_rows(
             found = {}
             if ids:
                 query = select(*columns).where(Intent.id.in_(ids))
-                found = {row.id: row._asdict() for row in session.execute(query)}
+                found = {row.id: _exported(row._asdict()) for row in session.execute(query)}
         yield from (found[intent_id] for intent_id in ids if intent_id in found)
         if page.next_after is None:
             return
         after = page.next_after
+
+
+def _exported(row: dict[str, Any]) -> dict[str, Any]:
+    """`row` with stored params that could not be read shown as why, not as their text."""
+    params = row.get("params")
+    if isinstance(params, UnreadableJSON):
+        row["params"] = {"unreadable": params.problem}
+    return row

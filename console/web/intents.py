@@ -21,6 +21,7 @@ from console.store import (
 from console.store import (
     last_attempts as attempt_lookup,
 )
+from console.store.json_values import params_problem
 from console.vocabulary import LANES, OPERATOR, REQUEUEABLE_STATUSES, STATUSES, VIEWER
 from console.web import forms, next_step, security
 from console.web.auth import has_role, role_required
@@ -81,6 +82,7 @@ def _render_detail(intent_id: int, status_code: int = 200, **extra):
         requeueable=intent.status in REQUEUEABLE_STATUSES,
         suppression_warning=None,
         version=actions.version_of(intent),
+        params_problem=params_problem(intent.params),
         step=_next_step(intent),
         settings_max_age=current_settings().max_age_seconds,
         now=utcnow(),
@@ -168,6 +170,8 @@ def _preview_of(intent) -> dict:
     """The message's headers and bodies, or why it cannot be shown."""
     if intent.params_scrubbed_at is not None:
         preview = {"error": "The parameters were scrubbed after the retention period."}
+    elif params_problem(intent.params) is not None:
+        preview = {"error": f"The message cannot be rendered: {params_problem(intent.params)}"}
     else:
         try:
             message = build_message(intent, mail_from=current_settings().mail_from)

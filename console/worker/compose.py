@@ -17,6 +17,7 @@ from console.mail.header_checks import UnsafeHeader, check_outgoing
 from console.mail.serialize import serialize_message
 from console.mail.template_settings import TemplateError
 from console.store.claims import Claim
+from console.store.json_values import params_problem
 from console.transports.base import OutgoingEmail
 from console.vocabulary import CLAIMED
 
@@ -31,6 +32,9 @@ def compose(
 ) -> OutgoingEmail | SendResult:
     """Render the stored template and params, check the headers; a failure is a result."""
     intent = claim.intent
+    problem = params_problem(intent.params)
+    if problem is not None:
+        return SendResult(stage=CLAIMED, error=problem[:500], error_type=RENDER_ERROR)
     try:
         parts = catalog.render(intent.template, intent.template_version, intent.params or {})
     except (TemplateError, OSError) as error:

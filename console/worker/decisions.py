@@ -26,6 +26,7 @@ from console.core.outcomes import Classification
 from console.core.send_result import handed_over
 from console.mail.catalog import TemplateCatalog
 from console.mail.template_settings import TemplateError
+from console.store.json_values import params_problem
 from console.store.lease_sweep import ExpiredLease
 from console.store.send_statements import DueIntent
 from console.vocabulary import PENDING, PERMANENT
@@ -69,8 +70,8 @@ class SendDecisions:
         """
         facts = self.facts(intent, attempts_made=intent.attempt_count)
         decision = decide_at_claim(facts, now, suppressed=suppressed, ineligible_reason=None)
-        if decision is not None:
-            return decision
+        if decision is not None or params_problem(intent.params) is not None:
+            return decision  # unreadable params: the attempt fails them, no check runs on them
         try:
             reason = self.eligibility.reason_not_to_send(intent, session)
         except Exception as error:  # noqa: BLE001 - the application's code: defer, do not cancel
