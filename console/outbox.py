@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from console.config import Settings, load_enqueue_settings
 from console.mail import catalog as mail_catalog
 from console.mail.catalog import TemplateCatalog
+from console.mail.header_checks import unsafe_character
 from console.mail.template_settings import TemplateError
 from console.models import Intent, utcnow
 from console.store import suppression_lookup
@@ -39,7 +40,6 @@ MAX_PARAMS_DEPTH = 32  # nesting of dicts and lists in params
 # No database stores these in text: NUL (PostgreSQL) and lone surrogates (any UTF-8 column).
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _WAKE_FLAG = "console.outbox.wake"
-_LINE_BREAKS = re.compile(r"[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _ENCODED_BREAK = re.compile(r"%0[ad]|=0[ad]|&#(?:x0*[ad]|0*1[03]);|\\[rn]", re.IGNORECASE)
 
 
@@ -84,15 +84,23 @@ def new_message_id(domain: str) -> str:
     return f"<{uuid.uuid4().hex}@{domain}>"
 
 
+def _check_control_characters(label: str, value: str) -> None:
+    """Refuse what the worker refuses in a header: a line break or another control character."""
+    character = unsafe_character(value)
+    if character is not None:
+        raise InvalidIntent(f"{label} contains {character}, a control character")
+
+
 def _check_header_value(label: str, value: str) -> None:
-    """Refuse a value that could break a header, also when the line break is encoded."""
+    """Refuse a value that could break a header, also when the control character is encoded."""
+    _check_control_characters(label, value)
     decoded = "".join(
         part.decode(charset or "utf-8", "replace") if isinstance(part, bytes) else part
         for part, charset in decode_header(value)
     )
-    for candidate in (value, decoded, unquote(value)):
-        if _LINE_BREAKS.search(candidate):
-            raise InvalidIntent(f"{label} contains a line break")
+    for candidate in (decoded, unquote(value)):
+        if unsafe_character(candidate) is not None:
+            raise InvalidIntent(f"{label} contains an encoded control character")
     if _ENCODED_BREAK.search(value):
         raise InvalidIntent(f"{label} contains an encoded line break")
 
@@ -213,6 +221,7 @@ def enqueue(
     catalog = catalog or options.catalog
     now = utcnow()
     key = _check_key(key)
+    _check_control_characters("idempotency key", key)  # it travels in an HTTP header
     recipient = _check_recipient(to)
     params = _check_params(params, options.max_params_bytes)
     try:
@@ -225,6 +234,8 @@ def enqueue(
         raise InvalidIntent(f"unknown lane {lane!r}: expected one of {', '.join(LANES)}")
     expires_at = _check_expiry(expires_at, now)
     event = _check_short_text("event", event, MAX_EVENT_LENGTH)
+    if event is not None:
+        _check_control_characters("event", event)
     purpose = _check_short_text("purpose", purpose, 100)
     locale = _check_short_text("locale", locale, 35)
     recipient_account = _check_short_text("recipient_account", recipient_account,

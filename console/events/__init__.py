@@ -137,10 +137,10 @@ def parse_epoch(value: Any) -> dt.datetime | None:
         return None
 
 
-def refuse_unstorable_text(data: Any) -> None:
-    """EventRejected for a NUL or an unpaired surrogate in any key or text of a parsed JSON
-    body: no database column stores them faithfully (SQLite keeps a NUL, PostgreSQL refuses
-    it, and neither encodes a lone surrogate)."""
+def refuse_unstorable_text(data: Any, status: int = 400) -> None:
+    """EventRejected (`status`) for a NUL or an unpaired surrogate in any key or text of a
+    parsed JSON body: no database column stores them faithfully (SQLite keeps a NUL,
+    PostgreSQL refuses it, and neither encodes a lone surrogate)."""
     pending = [data]
     while pending:
         value = pending.pop()
@@ -150,13 +150,13 @@ def refuse_unstorable_text(data: Any) -> None:
         elif isinstance(value, list):
             pending.extend(value)
         elif isinstance(value, str):
-            _refuse_unstorable_string(value)
+            _refuse_unstorable_string(value, status)
 
 
-def _refuse_unstorable_string(value: str) -> None:
+def _refuse_unstorable_string(value: str, status: int) -> None:
     if "\x00" in value:
-        raise EventRejected("the body holds a NUL character")
+        raise EventRejected("the body holds a NUL character", status)
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise EventRejected("the body holds an unpaired surrogate") from None
+        raise EventRejected("the body holds an unpaired surrogate", status) from None

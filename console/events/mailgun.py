@@ -43,23 +43,27 @@ from console.events import (
     clip,
     normalize_message_id,
     parse_epoch,
+    refuse_unstorable_text,
 )
 
 SOURCE = "mailgun"
 ACCOUNT_REASON = "mailgun-account"
 NEVER_TRIED = ("suppress-bounce", "suppress-complaint", "suppress-unsubscribe")
+NOT_ACCEPTABLE = 406  # Mailgun does not retry a POST answered 406 ("Automatic Retries")
 _TIMESTAMP = re.compile(r"^[0-9]{1,12}$")
 _SIMPLE = {"delivered": DELIVERED, "accepted": ACCEPTED, "complained": COMPLAINED}
 
 
 def read_body(body: bytes) -> dict[str, Any]:
-    """The JSON object Mailgun posted; EventRejected (400) when it is not one."""
+    """The JSON object Mailgun posted; EventRejected (400) when it is not one, 406 when it
+    holds text no database stores."""
     try:
         data = json.loads(body)
     except (UnicodeDecodeError, ValueError):
         raise EventRejected("the body is not JSON: use Mailgun's JSON webhooks") from None
     if not isinstance(data, dict):
         raise EventRejected("the body must be one JSON object")
+    refuse_unstorable_text(data, NOT_ACCEPTABLE)
     return data
 
 

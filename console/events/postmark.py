@@ -39,12 +39,14 @@ from console.events import (
     ReportedEvent,
     clip,
     parse_timestamp,
+    refuse_unstorable_text,
 )
 
 SOURCE = "postmark"
 ACCOUNT_REASON = "postmark-account"
 REALM = 'Basic realm="outbox-console postmark webhook"'
 DROPPED_FIELDS = ("Content",)  # a bounce's raw dump may hold the original message
+FORBIDDEN = 403  # Postmark stops retrying a webhook answered 403
 
 # Postmark's bounce types ("Bounce webhook", "Bounce types"): TypeCode -> (Type, fact, bounce type).
 # Facts: a hard bounce suppresses; a soft one does not; a delay is "Transient";
@@ -92,7 +94,8 @@ def check_credentials(authorization: str | None, *, user: str, password: str) ->
 
 
 def parse_record(body: bytes) -> ReportedEvent:
-    """Read one Postmark webhook record; EventRejected (400) says what is wrong."""
+    """Read one Postmark webhook record; EventRejected (400) says what is wrong, and 403
+    refuses text no database stores (in what is kept: the dump is dropped unread)."""
     try:
         record = json.loads(body)
     except (UnicodeDecodeError, ValueError):
@@ -106,6 +109,8 @@ def parse_record(body: bytes) -> ReportedEvent:
         )
     if not isinstance(kind, str) or not kind:
         raise EventRejected("'RecordType' is required")
+    payload = {key: value for key, value in record.items() if key not in DROPPED_FIELDS}
+    refuse_unstorable_text(payload, FORBIDDEN)
     recipient = clip(record.get("Email") or record.get("Recipient"), 320)
     fields = _facts(kind, record)
     return ReportedEvent(
@@ -123,7 +128,7 @@ def parse_record(body: bytes) -> ReportedEvent:
                 None,
             )  # fmt: skip
         ),
-        payload={key: value for key, value in record.items() if key not in DROPPED_FIELDS},
+        payload=payload,
         **fields,
     )
 

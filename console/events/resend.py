@@ -39,6 +39,7 @@ from console.events import (
     clip,
     normalize_message_id,
     parse_timestamp,
+    refuse_unstorable_text,
     single_address,
 )
 
@@ -122,6 +123,7 @@ def parse_event(message_id: str, body: bytes) -> ReportedEvent:
         raise EventRejected("the body is not JSON") from None
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         raise EventRejected("the body must be one Resend event with a 'type'")
+    refuse_unstorable_text(event)
     data = event.get("data") if isinstance(event.get("data"), dict) else {}
     fields = _facts(event["type"], data)
     return ReportedEvent(

@@ -47,6 +47,7 @@ from console.events import (
     ReportedEvent,
     clip,
     parse_epoch,
+    refuse_unstorable_text,
 )
 
 SOURCE = "sendgrid"
@@ -120,6 +121,7 @@ def parse_batch(body: bytes) -> list[ReportedEvent]:
         raise EventRejected("the body must be a JSON array of events")
     if len(batch) > MAX_EVENTS:
         raise EventRejected(f"a batch holds at most {MAX_EVENTS} events")
+    refuse_unstorable_text(batch)
     return [_event(item) for item in batch]
 
 

@@ -49,6 +49,7 @@ from console.events import (
     clip,
     normalize_message_id,
     parse_timestamp,
+    refuse_unstorable_text,
     single_address,
 )
 
@@ -87,6 +88,7 @@ def parse_notification(
         return [
             ReportedEvent(SOURCE, sns_message_id, "unknown", occurred_at=sent_at, payload=payload)
         ]
+    refuse_unstorable_text(notification)
     kind = notification.get("notificationType") or notification.get("eventType")
     mail = _section(notification, "mail")
     when = parse_timestamp(mail.get("timestamp")) or sent_at

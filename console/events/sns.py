@@ -1,14 +1,17 @@
 """Amazon SNS message verification, exactly as AWS documents it.
 
-A message is trusted only when its signing certificate comes from an ``https``
-URL ending in ``.pem`` on an ``sns.<region>.amazonaws.com`` (or ``.com.cn``)
-host — checked before any network call — and the RSA signature over the
-canonical string of its type verifies with that certificate's key
+A message is trusted only when its signing certificate comes from a URL of the
+one shape SNS uses,
+``https://sns.<region>.amazonaws.com[.cn]/SimpleNotificationService-<hex>.pem``
+(a region of three or more letters, digits and hyphens, never an S3 host; no
+port, user info, query or fragment) — checked before any network call — and
+the RSA signature over the canonical string of its type verifies with that certificate's key
 (SignatureVersion 1: SHA1withRSA, 2: SHA256withRSA). Its TopicArn must be on
 the configured allow-list. Network access goes through injectable fetchers so
 the checks can be exercised without AWS.
 
-Forged messages cannot multiply certificate fetches: a failed fetch is remembered
+Forged messages cannot multiply certificate fetches: only a message of an allowed
+topic naming a URL of that shape is fetched for, a failed fetch is remembered
 for FAILED_FETCH_TTL_SECONDS, one URL is fetched by one request at a time, and at
 most MAX_CERTIFICATE_FETCHES_PER_MINUTE new URLs are fetched a minute (beyond that,
 503: SNS delivers again). A verified message whose ``Timestamp`` is more than
@@ -35,7 +38,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from console.events import EventRejected
+from console.events import EventRejected, refuse_unstorable_text
 
 NOTIFICATION = "Notification"
 SUBSCRIPTION_CONFIRMATION = "SubscriptionConfirmation"
@@ -57,7 +60,13 @@ _SIGNED_FIELDS = {
 _SIGNED_FIELDS[UNSUBSCRIBE_CONFIRMATION] = _SIGNED_FIELDS[SUBSCRIPTION_CONFIRMATION]
 _OPTIONAL_FIELDS = frozenset({"Subject"})
 _SIGNATURE_HASHES = {"1": hashes.SHA1, "2": hashes.SHA256}
-_SNS_HOST = re.compile(r"^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$")
+# A region of at least three characters; "s3..." would be an S3 bucket named "sns".
+_SNS_HOST = r"sns\.(?!s3)[a-z0-9-]{3,}\.amazonaws\.com(?:\.cn)?"
+_SNS_HOST_NAME = re.compile(_SNS_HOST, re.IGNORECASE)
+_CERTIFICATE_URL = re.compile(
+    f"https://{_SNS_HOST}/SimpleNotificationService-[0-9a-f]+\\.pem", re.IGNORECASE
+)
+_VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")  # urlsplit drops tabs and newlines unseen
 MAX_CERTIFICATE_BYTES = 64 * 1024
 FETCH_TIMEOUT_SECONDS = 10.0
 FAILED_FETCH_TTL_SECONDS = 300.0
@@ -74,7 +83,11 @@ class SnsRejected(EventRejected):
 
 
 def is_sns_url(url: str, *, pem: bool) -> bool:
-    """Whether `url` is https on an SNS host (and, with `pem`, names a .pem file)."""
+    """Whether `url` is https on an SNS host; with `pem`, exactly a signing certificate's URL."""
+    if pem:
+        return _CERTIFICATE_URL.fullmatch(url) is not None
+    if not _VISIBLE_ASCII.fullmatch(url):
+        return False
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -83,8 +96,7 @@ def is_sns_url(url: str, *, pem: bool) -> bool:
     return (
         parts.scheme == "https"
         and parts.netloc.lower() == host  # no user info, no port
-        and _SNS_HOST.match(host) is not None
-        and (not pem or parts.path.endswith(".pem"))
+        and _SNS_HOST_NAME.fullmatch(host) is not None
     )
 
 
@@ -96,6 +108,7 @@ def parse_message(body: bytes) -> dict[str, Any]:
         raise SnsRejected("the body is not JSON") from None
     if not isinstance(message, dict):
         raise SnsRejected("the body is not a JSON object")
+    refuse_unstorable_text(message)
     return message
 
 
@@ -157,7 +170,7 @@ class CertificateCache:
     def certificate(self, url: str) -> x509.Certificate:
         """Return the certificate at `url`; SnsRejected when the URL or the PEM is bad."""
         if not is_sns_url(url, pem=True):
-            raise SnsRejected(f"SigningCertURL {url!r} is not an https .pem URL on an SNS host")
+            raise SnsRejected(f"SigningCertURL {url!r} is not an SNS signing certificate URL")
         while True:
             with self._lock:
                 known = self._known(url)
@@ -238,7 +251,7 @@ class SnsVerifier:
         signed = canonical_string(message)
         certificate_url = message.get("SigningCertURL")
         if not isinstance(certificate_url, str) or not is_sns_url(certificate_url, pem=True):
-            raise SnsRejected("SigningCertURL is not an https .pem URL on an SNS host")
+            raise SnsRejected("SigningCertURL is not an SNS signing certificate URL")
         if message.get("TopicArn") not in self.topic_arns:
             raise SnsRejected(f"topic {message.get('TopicArn')!r} is not allowed", 403)
         if message["Type"] != NOTIFICATION and not is_sns_url(message["SubscribeURL"], pem=False):

@@ -250,7 +250,7 @@ def test_canonical_string_follows_the_documented_field_order():
     [
         "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-abc.pem",
         "https://sns.cn-north-1.amazonaws.com.cn/SimpleNotificationService-abc.pem",
-        "https://sns.us-gov-west-1.amazonaws.com/a.pem",
+        "https://sns.us-gov-west-1.amazonaws.com/SimpleNotificationService-abc.pem",
     ],
 )
 def test_real_sns_certificate_urls_are_allowed(url):
