@@ -17,6 +17,7 @@ import re
 import unicodedata
 
 from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -44,6 +45,10 @@ class UserError(ValueError):
     """The account cannot be created or changed as asked."""
 
 
+class UsernameTaken(UserError):
+    """Another transaction created an account with this username after it was checked."""
+
+
 def new_username(session: Session, raw: str) -> str:
     """Return `raw` normalised if a new account may take it; UserError saying why not."""
     username = normalize_username(raw)
@@ -65,7 +70,11 @@ def new_username(session: Session, raw: str) -> str:
 
 
 def create_user(session: Session, username: str, password: str, role: str) -> OperatorUser:
-    """Add an operator with a scrypt-hashed password to `session` (no commit)."""
+    """Add an operator with a scrypt-hashed password to `session` (no commit).
+
+    UserError when the name is taken; UsernameTaken when another transaction
+    created that account after the name was checked (the caller rolls back).
+    """
     username = new_username(session, username)
     if role not in ROLES:
         raise UserError(f"role must be one of {', '.join(ROLES)}")
@@ -78,6 +87,12 @@ def create_user(session: Session, username: str, password: str, role: str) -> Op
         created_at=utcnow(),
     )
     session.add(user)
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        if "username" not in str(exc.orig):
+            raise
+        raise UsernameTaken(f"user {username!r} already exists: it was created meanwhile") from None
     return user
 
 

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from console.config import Settings
 from console.core.plurals import plural
+from console.core.whole_numbers import whole_number
 from console.mail.catalog import default_catalog
 from console.mail.template_settings import TemplateError
 from console.models import Intent, utcnow
@@ -63,10 +64,10 @@ def more_attempts_from(text: str | None, cap: int) -> int | None:
     """
     if text is None:
         return None
-    text = text.strip()
-    if not text.isdigit() or len(text) > 6:
+    more_attempts = whole_number(text, lowest=1, highest=cap)
+    if more_attempts is None:
         raise _more_attempts_refused(cap)
-    return _checked_more_attempts(int(text), cap)
+    return more_attempts
 
 
 def _checked_more_attempts(more_attempts: int, cap: int) -> int:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from sqlalchemy import ColumnElement, or_
 
+from console.core.whole_numbers import whole_number
 from console.models import Intent
 from console.store.sql import prefix_match
 from console.vocabulary import LANES, STATUSES
@@ -95,9 +96,9 @@ def exact_matches(q: str) -> list[ColumnElement[bool]]:
         bare = q.strip("<>")
         matches.append(Intent.recipient.in_({q, q.lower(), f"{local}@{domain.lower()}"}))
         matches.append(Intent.message_id.in_({q, f"<{bare}>"}))
-    digits = q.removeprefix("#")
-    if digits.isdigit() and len(digits) < 19:
-        matches.append(Intent.id == int(digits))
+    intent_id = whole_number(q.removeprefix("#"))
+    if intent_id is not None:
+        matches.append(Intent.id == intent_id)
     return matches
 
 

@@ -9,8 +9,19 @@ def init_app(app: Flask) -> None:
     """Register every blueprint of the console on `app`."""
     from htmx_flask import Htmx
 
-    from console.web import audit, auth, dashboard, erasure, intents, security, suppressions, users
+    from console.web import (
+        audit,
+        auth,
+        dashboard,
+        erasure,
+        intents,
+        request_size,
+        security,
+        suppressions,
+        users,
+    )
 
+    request_size.init_app(app)
     Htmx(app)
     from console.web import fragments
 

@@ -7,6 +7,7 @@ import re
 
 from flask import Blueprint, Flask, render_template, request
 
+from console.core.whole_numbers import whole_number
 from console.store import audit as audit_store
 from console.store.audit import AuditFilters
 from console.vocabulary import OPERATOR
@@ -36,7 +37,6 @@ KNOWN_ACTIONS = (
     "user_password_set",
     "user_role",
 )
-_MAX_ID = 2**63 - 1
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -58,9 +58,10 @@ def _number(name: str, label: str) -> int | None:
     raw = request.args.get(name, "").strip().lstrip("#")
     if not raw:
         return None
-    if not raw.isascii() or not raw.isdigit() or int(raw) > _MAX_ID:
+    number = whole_number(raw)
+    if number is None:
         raise BadFilter(f"The {label} must be a whole number such as 1234, not {raw[:30]!r}.")
-    return int(raw)
+    return number
 
 
 def _date(name: str) -> dt.date | None:

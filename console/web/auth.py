@@ -22,6 +22,7 @@ from flask import (
 from flask_login import current_user, login_required, login_user, logout_user
 from werkzeug.security import generate_password_hash
 
+from console.core.whole_numbers import whole_number
 from console.models import OperatorUser, utcnow
 from console.store import accounts
 from console.store.accounts import verify_password
@@ -62,10 +63,8 @@ def role_required(minimum: str) -> Callable:
 @login_manager.user_loader
 def _load_user(user_id: str) -> OperatorUser | None:
     """The session's user, while the account is active and the session still valid."""
-    try:
-        user = accounts.load_user(db.session, int(user_id))
-    except (ValueError, OverflowError):
-        return None
+    number = whole_number(user_id)
+    user = None if number is None else accounts.load_user(db.session, number)
     if user is None or not user.is_active:
         return None
     settings = current_settings()
@@ -101,6 +100,12 @@ def _safe_next(raw: str | None) -> str:
     return raw
 
 
+def _login_form():
+    if current_user.is_authenticated:
+        return redirect(url_for("dashboard.index"))
+    return render_template("login.html", next=request.args.get("next", ""))
+
+
 def _authenticate(username: str, password: str) -> OperatorUser | None:
     user = accounts.find_user(db.session, username)
     if user is None:
@@ -113,10 +118,9 @@ def _authenticate(username: str, password: str) -> OperatorUser | None:
 
 @bp.route("/login", methods=["GET", "POST"])
 def login():
-    if request.method == "GET":
-        if current_user.is_authenticated:
-            return redirect(url_for("dashboard.index"))
-        return render_template("login.html", next=request.args.get("next", ""))
+    """The login form; only a POST is a login attempt (a HEAD is a GET, whatever its body)."""
+    if request.method != "POST":
+        return _login_form()
     username = request.form.get("username", "").strip()
     password = request.form.get("password", "")
     next_path = request.form.get("next", "")

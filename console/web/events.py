@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask, abort, render_template, request
 
+from console.core.whole_numbers import whole_number
 from console.store import event_feed
 from console.store import event_pages as event_store
 from console.vocabulary import OPERATOR, VIEWER
@@ -34,8 +35,7 @@ def _render_feed(args):
     except event_feed.InvalidEventFilter as exc:
         error = f"Filter not applied: {exc}."
         filters = event_feed.EventFilters()
-    raw_before = args.get("before", "")
-    before = int(raw_before) if raw_before.isdigit() and len(raw_before) < 19 else None
+    before = whole_number(args.get("before"))  # not a number: the first page
     page = event_feed.events_page(db.session, filters, before=before)
     context = dict(
         filters=filters,

@@ -1,6 +1,7 @@
 """Hostile input gets a 4xx that says what is wrong, never a 500, before any view runs.
 
-- ``<int:...>`` in a route takes 0 to 2**63 - 1 (a BIGINT): a larger number is 404.
+- ``<int:...>`` in a route takes ASCII digits, 0 to 2**63 - 1 (a BIGINT): anything else
+  is 404. A number in a query string or a form is read by console.core.whole_numbers.
 - A query string or form value with a NUL or a lone surrogate is refused (400): no
   database stores either, and neither is anything a person typed.
 - JSON nested too deeply to parse (Python's recursion limit) is refused (400).
@@ -15,24 +16,29 @@ import re
 
 from flask import Flask, request
 from sqlalchemy import exc as sa_exc
-from werkzeug.routing import IntegerConverter
+from werkzeug.routing import IntegerConverter, ValidationError
 
+from console.core.whole_numbers import ASCII_DIGITS, MAX_BIGINT, whole_number
 from console.web.busy import answer
 from console.web.extensions import db
 
 log = logging.getLogger(__name__)
 
-MAX_ROUTE_INT = 2**63 - 1
+MAX_ROUTE_INT = MAX_BIGINT
 _UNREADABLE = re.compile("[\x00\ud800-\udfff]")
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 class BoundedIntConverter(IntegerConverter):
-    """``<int:...>`` up to the largest BIGINT; a larger number matches no route (404)."""
+    """``<int:...>``: ASCII digits up to the largest BIGINT; anything else matches no route."""
 
-    def __init__(self, map, *args, **kwargs) -> None:  # noqa: A002 - werkzeug's name
-        kwargs.setdefault("max", MAX_ROUTE_INT)
-        super().__init__(map, *args, **kwargs)
+    regex = ASCII_DIGITS.pattern
+
+    def to_python(self, value: str) -> int:
+        number = whole_number(value, highest=MAX_ROUTE_INT)
+        if number is None:
+            raise ValidationError()
+        return number
 
 
 def unreadable(text: str) -> bool:

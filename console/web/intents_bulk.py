@@ -10,6 +10,7 @@ import datetime as dt
 from flask import abort, flash, render_template, request
 from flask_login import current_user
 
+from console.core.whole_numbers import whole_number
 from console.models import utcnow
 from console.store import actions, bulk, bulk_targets, search_filters
 from console.vocabulary import OPERATOR
@@ -112,8 +113,8 @@ def bulk_apply():
     # A confirmation without a preview token (a hand-made request): it acts on the
     # intents unchanged since `previewed_at`, so the same one twice acts once.
     action = request.form.get("action", "")
-    max_id = request.form.get("max_id", "")
-    if action not in bulk.BULK_ACTIONS or not max_id.isdigit():
+    max_id = whole_number(request.form.get("max_id"))
+    if action not in bulk.BULK_ACTIONS or max_id is None:
         abort(400, description="The confirmation does not name an action and its preview.")
     try:
         filters = search_filters.SearchFilters.from_args(request.form)
@@ -126,7 +127,7 @@ def bulk_apply():
             action,
             actor=current_user.username,
             reason=request.form.get("reason", ""),
-            max_id=int(max_id),
+            max_id=max_id,
             previewed_at=_previewed_at(request.form.get("previewed_at", "")),
         )
     except actions.ActionRefused as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from flask import Blueprint, Flask, render_template, request
 from flask_login import current_user
 
+from console.core.whole_numbers import whole_number
 from console.store import actions
 from console.store import suppressions as suppression_store
 from console.store.suppression_lookup import is_suppressed
@@ -25,8 +26,7 @@ ADDRESS_LONGEST = 320
 
 def _render_list(status_code: int = 200, **extra):
     q = request.args.get("q", "").strip()[:ADDRESS_LONGEST]
-    raw_before = request.args.get("before", "")
-    before = int(raw_before) if raw_before.isdigit() else None
+    before = whole_number(request.args.get("before"))  # not a number: the first page
     page = suppression_store.suppression_page(db.session, q=q, before=before)
     template = "suppressions/_rows.html" if request.htmx else "suppressions/index.html"
     context = dict(page=page, q=q, address=request.args.get("address", "")[:ADDRESS_LONGEST])

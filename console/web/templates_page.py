@@ -13,6 +13,7 @@ import re
 
 from flask import Blueprint, Flask, abort, render_template, request
 
+from console.core.whole_numbers import whole_number
 from console.mail.catalog import TemplateCatalog, catalog_for
 from console.mail.template_settings import TemplateError, TemplateSettings
 from console.vocabulary import OPERATOR, VIEWER
@@ -80,9 +81,10 @@ def detail(name: str):
     raw_version = request.args.get("version", "")
     version = entry.settings.current_version
     if raw_version:
-        if not raw_version.isdigit() or int(raw_version) not in entry.versions:
+        asked = whole_number(raw_version)
+        if asked not in entry.versions:
             abort(404, description=f"The template {name} has no version {raw_version[:20]!r}.")
-        version = int(raw_version)
+        version = asked
     example, preview = _example_preview(catalog, name, version)
     return render_template(
         "templates/detail.html", entry=entry, version=version, example=example, preview=preview

@@ -60,7 +60,8 @@ class LoginThrottle:
         """Return 0 when this login may be tried now, else how many seconds to wait."""
         now = self._clock()
         wait = 0.0
-        pair = login_failures.read_count(session, username_key(username), address)
+        key = username_key(username)
+        pair = None if key == ANY_USER else login_failures.read_count(session, key, address)
         if pair is not None and pair.retry_at is not None:
             wait = max(wait, (pair.retry_at - now).total_seconds())
         total = login_failures.read_count(session, ANY_USER, address)
@@ -70,9 +71,23 @@ class LoginThrottle:
         return max(0.0, wait)
 
     def record_failure(self, session: Session, username: str, address: str) -> None:
-        """Count a failed login of `username` from `address` (no commit)."""
+        """Count a failed login of `username` from `address` (no commit).
+
+        A blank username is no pair: it counts against the address alone.
+        """
         now = self._clock()
         key = username_key(username)
+        if key != ANY_USER:
+            self._count_pair_failure(session, key, address, now)
+        window = self.address_window
+        login_failures.count_failure(
+            session, ANY_USER, address, now=now, forget_after=window, window=window
+        )
+        login_failures.forget_older_than(session, now - max(self.forget_after, self.address_window))
+
+    def _count_pair_failure(
+        self, session: Session, key: str, address: str, now: dt.datetime
+    ) -> None:
         pair = login_failures.count_failure(
             session, key, address, now=now, forget_after=self.forget_after
         )
@@ -80,15 +95,12 @@ class LoginThrottle:
         if delay:
             retry_at = now + dt.timedelta(seconds=delay)
             login_failures.set_retry_at(session, key, address, retry_at)
-        window = self.address_window
-        login_failures.count_failure(
-            session, ANY_USER, address, now=now, forget_after=window, window=window
-        )
-        login_failures.forget_older_than(session, now - max(self.forget_after, self.address_window))
 
     def record_success(self, session: Session, username: str, address: str) -> None:
         """Forget the failures of this pair; the address keeps its count (no commit)."""
-        login_failures.forget(session, username_key(username), address)
+        key = username_key(username)
+        if key != ANY_USER:
+            login_failures.forget(session, key, address)
 
 
 def login_throttle() -> LoginThrottle:

@@ -1,6 +1,7 @@
 """Account management for admins: create accounts, set roles and passwords, deactivate them.
 
-Every form here answers with a 303 to the users page (console.web.forms), done or refused.
+Every form here answers with a 303 to the users page (console.web.forms), done or refused;
+a stale one (a name another admin took a moment before) with the page as it is now and 409.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from flask import Blueprint, Flask, render_template, request
 from flask_login import current_user
 
 from console.store import accounts, actions
-from console.store.accounts import UserError
+from console.store.accounts import UserError, UsernameTaken
 from console.vocabulary import ROLES
 from console.web import forms
 from console.web.auth import role_required
@@ -48,6 +49,9 @@ def create():
     except UserError as exc:
         db.session.rollback()
         kept = dict(username=username[:64], role=role if role in ROLES else None)
+        if isinstance(exc, UsernameTaken):  # created meanwhile by another request: 409
+            forms.stands_for("users.index", **kept)
+            return _render_list(409, error=f"Not created: {exc}.", **kept)
         return forms.refused(f"Not created: {exc}.", "users.index", **kept)
     return forms.done(f"Created {user.role} {user.username}.", "users.index")
 
