@@ -38,6 +38,23 @@ def _create_app():
         raise click.ClickException(str(error)) from None
 
 
+class StartRefused(click.ClickException):
+    """A command that cannot start: one line on stderr, exit status 2."""
+
+    exit_code = 2
+
+
+def check_database(url: str) -> None:
+    """Refuse to start (StartRefused) on a database unreachable, without or behind the schema."""
+    from console.store.schema_check import DatabaseNotReady
+    from console.store.schema_check import check_database as check
+
+    try:
+        check(url)
+    except DatabaseNotReady as error:
+        raise StartRefused(str(error)) from None
+
+
 class ConsoleGroup(FlaskGroup):
     """Flask's command group, with the commands below imported only when run (or listed).
 
@@ -92,18 +109,23 @@ def serve_command(host: str, port: int) -> None:
 
     from console.ops.jobs import start_ops_jobs
     from console.web.ops import SCHEDULER_EXTENSION
+    from console.web.request_size import largest_body_bytes
     from console.worker import pg_wakeup
     from console.worker.scheduler_bridge import start_embedded_worker
 
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     settings = _settings()
+    check_database(settings.database_url)
     embedded = start_embedded_worker(settings)
     app.extensions[SCHEDULER_EXTENSION] = embedded  # read by /healthz
     listener = pg_wakeup.listener_for(settings.database_url)  # wakes `embedded` via wakeup
     jobs = start_ops_jobs(settings)
     # waitress drops X-Forwarded-* unless told; the app's ProxyFix reads CONSOLE_TRUSTED_PROXIES
     keep_forwarded = {"clear_untrusted_proxy_headers": False} if settings.trusted_proxies else {}
-    server = waitress.create_server(app, host=host, port=port, **keep_forwarded)
+    most = largest_body_bytes(settings)  # waitress stops reading a body no route would read
+    server = waitress.create_server(
+        app, host=host, port=port, max_request_body_size=most, **keep_forwarded
+    )
 
     signal.signal(signal.SIGTERM, _interrupt)
     click.echo(f"console on http://{host}:{server.effective_port} (embedded worker running)")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from console.core import setting_values as values
 from console.core.setting_values import ConfigError
-from console.events.keys import ec_public_key, svix_secret
+from console.events.keys import ec_public_key, provider_name, svix_secret
 from console.paths import default_secret, secret_key_setting
 
 
@@ -29,6 +29,17 @@ def _classify_overrides(name: str, raw: str) -> str:
     except ValueError as error:
         raise ConfigError(f"{name}: {error}") from None
     return raw.strip()
+
+
+# the console's own forms are a few KiB; a smaller limit would refuse them
+MIN_REQUEST_BYTES = 16 * 1024
+
+
+def _request_bytes(name: str, raw: str) -> int:
+    value = values.positive_int(name, raw.strip())
+    if value < MIN_REQUEST_BYTES:
+        raise ConfigError(f"{name} must be at least {MIN_REQUEST_BYTES} bytes, got {value}")
+    return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +79,10 @@ class Settings:
     postmark_webhook_user: str | None = None
     postmark_webhook_password: str | None = None
     mailgun_signing_key: str | None = None
+    mailgun_parent_signing_key: str | None = None  # a subaccount's events, signed by the parent
+    mailgun_replay_seconds: float = 28800.0  # Mailgun retries for 8 hours with the same token
     sendgrid_public_key: str | None = None
+    provider: str | None = None  # behind the relay or HTTP transport; None: a plain SMTP relay
     # operations: metrics, health, retention, alerts, breaker, per-domain back-off
     metrics_cache_seconds: float = 10.0
     health_max_tick_age_seconds: float = 60.0
@@ -102,6 +116,7 @@ class Settings:
     session_idle_minutes: float = 60.0
     session_max_hours: float = 12.0
     db_lock_timeout_seconds: float = 5.0  # how long a console request waits for a lock
+    max_request_bytes: int = 1024 * 1024  # a larger request body is refused (413) unread
     test_crash_at: str | None = None  # test suite only: see console.worker.crash_points
 
 
@@ -143,7 +158,10 @@ _PARSERS = {
     "CONSOLE_POSTMARK_WEBHOOK_USER": ("postmark_webhook_user", values.string),
     "CONSOLE_POSTMARK_WEBHOOK_PASSWORD": ("postmark_webhook_password", values.string),
     "CONSOLE_MAILGUN_SIGNING_KEY": ("mailgun_signing_key", values.string),
+    "CONSOLE_MAILGUN_PARENT_SIGNING_KEY": ("mailgun_parent_signing_key", values.string),
+    "CONSOLE_MAILGUN_REPLAY_SECONDS": ("mailgun_replay_seconds", values.positive_float),
     "CONSOLE_SENDGRID_PUBLIC_KEY": ("sendgrid_public_key", ec_public_key),
+    "CONSOLE_PROVIDER": ("provider", provider_name),
     "CONSOLE_METRICS_CACHE_SECONDS": ("metrics_cache_seconds", values.non_negative_float),
     "CONSOLE_HEALTH_MAX_TICK_AGE_SECONDS": ("health_max_tick_age_seconds", values.positive_float),
     "CONSOLE_RETENTION_DAYS": ("retention_days", values.positive_float),
@@ -188,6 +206,7 @@ _PARSERS = {
     "CONSOLE_SESSION_IDLE_MINUTES": ("session_idle_minutes", values.positive_float),
     "CONSOLE_SESSION_MAX_HOURS": ("session_max_hours", values.positive_float),
     "CONSOLE_DATABASE_LOCK_TIMEOUT_SECONDS": ("db_lock_timeout_seconds", values.positive_float),
+    "CONSOLE_MAX_REQUEST_BYTES": ("max_request_bytes", _request_bytes),
     "CONSOLE_TEST_CRASH_AT": ("test_crash_at", values.string),
 }
 

@@ -265,6 +265,13 @@ partial_index(
     ProviderEvent.received_at,
     where=ProviderEvent.event_type.in_(SET_UP_EVENTS),
 )
+# Pending retries only, for the claim: they go before first attempts (store.claims).
+partial_index(
+    "ix_email_intent_retry_due",
+    Intent.lane,
+    Intent.next_attempt_at,
+    where=text("status = 'pending' AND attempt_count > 0"),
+)
 # Bounced and complained intents only, for the dashboard's sender rates.
 partial_index(
     "ix_email_intent_bounced",
@@ -278,5 +285,6 @@ partial_index(
 
 
 # The worker's and operations' own state (heartbeats, alerts, breakers, deferrals) lives in
-# console.store.state_tables; importing it here registers those tables on Base.metadata.
-from console.store import state_tables  # noqa: E402, F401
+# console.store.state_tables, the webhooks' used request keys in console.store.replay_keys;
+# importing them here registers those tables on Base.metadata.
+from console.store import replay_keys, state_tables  # noqa: E402, F401

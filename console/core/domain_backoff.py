@@ -1,12 +1,15 @@
 """Per-domain back-off, as pure decisions.
 
-A recipient domain that answers 4yz several times in a row (``run_length``) is
-throttling us: rather than let every other due intent for that domain hit it
-again, defer them all. The first deferral lasts ``base_seconds``, each further
-run without an acceptance in between doubles it, up to ``cap_seconds``. An
-accepted or permanently refused message shows the domain answers normally and
-forgets its history. Connection failures and timeouts say nothing about a
-domain (the relay is shared) and are ignored, as are ambiguous outcomes.
+A recipient domain that sends throttling signals (``console.core.throttle_signals``)
+several times in a row (``run_length``) is throttling us: rather than let every other
+due intent for that domain hit it again, defer them all. The first deferral lasts
+``base_seconds``, each further run without an acceptance in between doubles it, up to
+``cap_seconds``. An accepted or permanently refused message shows the domain answers
+normally and forgets its history. Any other 4yz (a full mailbox, ``4.3.0``, a
+greylisted first try) is that message's retry: it neither counts nor ends a run, so a
+message-level failure between two signals does not hide a throttling domain.
+Connection failures and timeouts say nothing about a domain (the relay is shared) and
+are ignored, as are ambiguous outcomes.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import dataclasses
 import datetime as dt
 from collections import OrderedDict
 
+from console.core.throttle_signals import Reply, is_signal
 from console.vocabulary import ACCEPTED, PERMANENT, TRANSIENT
 
 MAX_TRACKED_DOMAINS = 10_000
@@ -50,13 +54,13 @@ def recipient_domain(address: str) -> str:
     return address.rpartition("@")[2].strip().lower()
 
 
-def is_domain_throttle(outcome: str, code: int | None) -> bool:
-    """Return whether a transient outcome came from the other side with a 4yz reply."""
-    return outcome == TRANSIENT and code is not None and 400 <= code < 500
+def is_domain_throttle(outcome: str, reply: Reply | None) -> bool:
+    """Return whether a transient outcome came with a throttling signal from the domain."""
+    return outcome == TRANSIENT and is_signal(reply)
 
 
 class DomainRuns:
-    """Consecutive 4yz replies per recipient domain, seen by one worker."""
+    """Consecutive throttling signals per recipient domain, seen by one worker."""
 
     def __init__(self, policy: DomainBackoffPolicy, max_domains: int = MAX_TRACKED_DOMAINS):
         self.policy = policy
@@ -64,7 +68,7 @@ class DomainRuns:
         self._histories: OrderedDict[str, _History] = OrderedDict()
 
     def record(
-        self, domain: str, outcome: str, code: int | None, now: dt.datetime
+        self, domain: str, outcome: str, reply: Reply | None, now: dt.datetime
     ) -> Deferral | None:
         """Take one outcome for `domain`; return a deferral when a run is complete."""
         if not domain:
@@ -72,7 +76,7 @@ class DomainRuns:
         if outcome in (ACCEPTED, PERMANENT):
             self._histories.pop(domain, None)
             return None
-        if not is_domain_throttle(outcome, code):
+        if not is_domain_throttle(outcome, reply):
             return None
         history = self._history(domain)
         history.run += 1

@@ -61,11 +61,18 @@ def string(name: str, raw: str) -> str:
 
 def database_url(name: str, raw: str) -> str:
     scheme = urlsplit(raw).scheme
-    if not scheme.startswith(("sqlite", "postgresql")):
+    if scheme.split("+")[0] not in ("sqlite", "postgresql", "postgres"):
         raise ConfigError(f"{name} must be a sqlite:// or postgresql:// URL, got scheme {scheme!r}")
-    if scheme in ("postgresql", "postgres"):
-        raw = "postgresql+psycopg" + raw[len(scheme) :]
-    return raw
+    return normalized_database_url(raw)
+
+
+def normalized_database_url(url: str) -> str:
+    """`url` with ``postgres://`` and ``postgresql://`` read as PostgreSQL through psycopg."""
+    scheme, separator, rest = url.partition("://")
+    dialect, _, driver = scheme.partition("+")
+    if separator and dialect in ("postgres", "postgresql"):
+        return f"postgresql+{driver or 'psycopg'}://{rest}"
+    return url
 
 
 def smtp_url(name: str, raw: str) -> str:

@@ -1,11 +1,14 @@
 """``console demo``: the whole product on this machine, with demo mail in every state.
 
-Its own SQLite database, ``instance/demo.db`` (``--database`` or CONSOLE_DATABASE_URL
-say otherwise), never the one ``console serve`` uses; a local SMTP capture server that
-misbehaves for some addresses (console.demo.smtp_capture), demo business events and
-their history (console.demo.history), a webhook secret with a signed ``curl`` to paste,
-logins printed on the terminal, and ``console serve`` (the web console with its
-embedded worker). Running it again reuses the database.
+Its own SQLite database, ``instance/demo.db``, never the one ``console serve`` uses;
+``--database`` or CONSOLE_DATABASE_URL may name another, which it takes only if it made
+it, marked it as its own before or finds it at the code's schema without an
+application's rows (console.store.demo_seed): any other refuses the start in one line,
+exit status 2, nothing written. Then a local SMTP capture server that misbehaves for
+some addresses (console.demo.smtp_capture), demo business events and their history
+(console.demo.history), a webhook secret with a signed ``curl`` to paste, logins
+printed on the terminal, and ``console serve`` (the web console with its embedded
+worker). Running it again reuses the database.
 """
 
 from __future__ import annotations
@@ -18,18 +21,22 @@ import secrets
 import socket
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 
 import click
 import flask_migrate
 from flask import Flask
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from console.app import create_app
+from console.cli import StartRefused
 from console.demo import casework, history, provider_shapes
 from console.demo.smtp_capture import CapturedMessage, DemoSMTPServer
 from console.models import utcnow
 from console.outbox import enqueue
 from console.paths import instance_dir
+from console.store import demo_seed, schema_check
 from console.store.accounts import put_user
 from console.store.demo_seed import suppress_once
 from console.web.extensions import db
@@ -95,11 +102,55 @@ OLD_EVENTS = [
 ]  # fmt: skip
 
 
+def default_database_url() -> str:
+    return f"sqlite:///{instance_dir() / DEMO_DATABASE_FILE}"
+
+
 def demo_database_url(option: str | None, environ: Mapping[str, str]) -> str:
     """The demo's database: `--database`, else CONSOLE_DATABASE_URL, else instance/demo.db."""
     if option or environ.get("CONSOLE_DATABASE_URL"):
         return option or environ["CONSOLE_DATABASE_URL"]
-    return f"sqlite:///{instance_dir() / DEMO_DATABASE_FILE}"
+    return default_database_url()
+
+
+def _made_here(url: str) -> bool:
+    """Whether the database at `url` is the demo's to make: its own file, or a new one."""
+    if url == default_database_url():
+        return True
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return False
+    path = Path(parsed.database)
+    return path.parent.is_dir() and not path.exists()
+
+
+def not_the_demos(url: str) -> str | None:
+    """Why the demo may not write into the database at `url`; None when it may."""
+    if _made_here(url):
+        return None
+    with schema_check.connected(url) as connection:
+        if demo_seed.bears_demo_mark(connection):
+            return None
+        if demo_seed.holds_application_rows(connection):
+            return (
+                f"the database at {schema_check.shown_url(url)} holds accounts or mail "
+                "that console demo did not create: give it an empty database, or unset "
+                "CONSOLE_DATABASE_URL and --database for instance/demo.db"
+            )
+        revision = schema_check.current_revision(connection)
+        if schema_check.is_behind(revision):
+            return schema_check.behind_message(url, revision)
+    return None
+
+
+def claim_database(url: str) -> None:
+    """Refuse to start (StartRefused) on a database that is not the demo's own to write."""
+    try:
+        refusal = not_the_demos(url)
+    except schema_check.DatabaseNotReady as error:
+        refusal = str(error)
+    if refusal is not None:
+        raise StartRefused(refusal)
 
 
 def demo_app(smtp_url: str, database_url: str, *, webhook_secret: str) -> Flask:
@@ -265,14 +316,16 @@ def demo_command(
     """Run the console with demo mail, a local SMTP capture server and an embedded worker."""
     check_console_port(host, port)
     database_url = demo_database_url(database, os.environ)
+    claim_database(database_url)
     smtp = start_capture_server(smtp_port)
     try:
-        if database_url == f"sqlite:///{instance_dir() / DEMO_DATABASE_FILE}":
+        if database_url == default_database_url():
             instance_dir().mkdir(parents=True, exist_ok=True)
         webhook_secret = os.environ.get("CONSOLE_WEBHOOK_SECRET") or secrets.token_hex(16)
         app = demo_app(smtp.url, database_url, webhook_secret=webhook_secret)
         with app.app_context():
             flask_migrate.upgrade()
+            demo_seed.mark_as_demo(db.session, utcnow())
             logins = reset_demo_logins(db.session)
             curl_message_id = seed_demo_events(db.session)
             history.seed_history(db.session)

@@ -3,7 +3,8 @@
 What it does with a message depends on how the recipient's address starts:
 
 - ``tempfail...``: ``451 4.3.0`` after the body, every time (the worker retries, then gives up);
-- ``flaky...``: ``451`` the first time a message arrives, ``250`` afterwards (a retried send);
+- ``flaky...``: ``451 4.7.1 Greylisted`` the first time a message arrives, ``250`` afterwards
+  (greylisting: a retried send goes through; the domain is not throttling us);
 - ``reject...``: ``550 5.1.1`` after the body (a permanent failure);
 - ``hangup...``: takes the body, then hangs up without a reply (the outcome is unknown);
 - anything else: ``250 2.0.0 Ok: queued as <id>``, and the message is captured.
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from aiosmtpd.controller import Controller
 
 TEMPFAIL = "451 4.3.0 Temporary local problem, try again later"
+GREYLISTED = "451 4.7.1 Greylisted, please try again later"
 REJECT = "550 5.1.1 Mailbox unavailable: user unknown"
 HANGUP = "hangup"
 ACCEPT = "250"
@@ -42,7 +44,7 @@ def behaviour_for(recipient: str, times_seen: int) -> str:
     if local_part.startswith("tempfail"):
         return TEMPFAIL
     if local_part.startswith("flaky"):
-        return TEMPFAIL if times_seen == 0 else ACCEPT
+        return GREYLISTED if times_seen == 0 else ACCEPT
     if local_part.startswith("reject"):
         return REJECT
     if local_part.startswith("hangup"):

@@ -2,8 +2,9 @@
 
 Parsing, verification and the matching rule live here (``sns``, ``ses``,
 ``webhook``, the native providers ``resend``, ``postmark``, ``mailgun`` and
-``sendgrid``, ``matching``) and do no database work; recording and correlation
-live in ``console.store.events``.
+``sendgrid``, ``matching``, and ``metadata``: our reference in a provider's
+metadata) and do no database work; recording and correlation live in
+``console.store.events``, used request keys in ``console.store.replay_keys``.
 
 Every provider's report becomes one of the same facts: ``accepted`` (the
 provider took the message), ``delivered``, ``delayed`` (still trying),
@@ -66,6 +67,10 @@ class ReportedEvent:
     subtype: str | None = None  # the provider's own finer kind: bounce subtype, feedback type...
     suppress_as: str | None = None  # a suppression reason beyond bounce/complaint ("ses-account")
     never_matched: str | None = None  # why a set-up report is about no message
+    reference: str | None = None  # our reference, from the provider's metadata (events.metadata)
+    relay_message_id: str | None = None  # a Message-ID that may be the provider's own: used
+    # only when one of our intents has exactly it (SendGrid's smtp-id)
+    other_provider_ids: tuple[str, ...] = ()  # other spellings of the provider id, also tried
 
     @property
     def suppresses_recipient(self) -> bool:

@@ -1,4 +1,4 @@
-"""Parsers of the native webhooks' keys, so a bad one stops the console at start-up.
+"""Parsers of the native webhooks' keys and the provider's name: a bad one stops start-up.
 
 ``console.config`` reads the variables and calls these; each returns the value
 to keep or raises ``ConfigError`` naming the variable. Imports stay inside the
@@ -30,4 +30,15 @@ def _checked(name: str, raw: str, check) -> str:
         check(value)
     except ValueError as error:
         raise ConfigError(f"{name}: {error}") from None
+    return value
+
+
+def provider_name(name: str, raw: str) -> str:
+    """The provider behind the relay or HTTP transport: one of ``metadata.PROVIDERS``."""
+    from console.config import ConfigError
+    from console.events.metadata import PROVIDERS
+
+    value = raw.strip().lower()
+    if value not in PROVIDERS:
+        raise ConfigError(f"{name} must be one of {', '.join(PROVIDERS)}, got {raw!r}")
     return value

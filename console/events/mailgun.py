@@ -2,8 +2,13 @@
 
 Mailgun posts JSON ``{"signature": {"timestamp", "token", "signature"},
 "event-data": {...}}``; ``signature`` is ``hex(HMAC-SHA256(signing key,
-timestamp + token))`` ("Securing webhooks"). The timestamp must be within the
-tolerance, and a token already used is a replay (``ReplayGuard``).
+timestamp + token))`` ("Securing webhooks"). An event of a subaccount's domain
+also carries ``parent-signature``, the same HMAC under the parent account's
+key: either one matching its configured key verifies the request. The
+timestamp must be within the window (Mailgun retries with the original block
+for 8 hours), and a token already used is a replay
+(``console.store.replay_keys``). A body that is not JSON (Mailgun's legacy
+form-encoded webhooks) is answered 406, which Mailgun does not retry.
 
 ``event-data.event`` and its severity decide the fact:
 
@@ -17,7 +22,8 @@ tolerance, and a token already used is a replay (``ReplayGuard``).
 - ``rejected`` → rejected; anything else is stored, nothing applied.
 
 The Message-ID header Mailgun reports (``message.headers.message-id``) names
-the message; the event's own ``id`` is its id.
+the message, and our reference comes back in ``user-variables`` (sent in
+``X-Mailgun-Variables``); the event's own ``id`` is its id.
 """
 
 from __future__ import annotations
@@ -45,22 +51,24 @@ from console.events import (
     parse_epoch,
     refuse_unstorable_text,
 )
+from console.events.metadata import reference_in
 
 SOURCE = "mailgun"
 ACCOUNT_REASON = "mailgun-account"
 NEVER_TRIED = ("suppress-bounce", "suppress-complaint", "suppress-unsubscribe")
 NOT_ACCEPTABLE = 406  # Mailgun does not retry a POST answered 406 ("Automatic Retries")
+LEGACY_REFUSED = "the body is not JSON: Mailgun's legacy webhooks are not read, use its JSON ones"
 _TIMESTAMP = re.compile(r"^[0-9]{1,12}$")
 _SIMPLE = {"delivered": DELIVERED, "accepted": ACCEPTED, "complained": COMPLAINED}
 
 
 def read_body(body: bytes) -> dict[str, Any]:
-    """The JSON object Mailgun posted; EventRejected (400) when it is not one, 406 when it
-    holds text no database stores."""
+    """The JSON object Mailgun posted; EventRejected 406 (not retried) when the body is not
+    JSON or holds text no database stores, 400 when it is JSON but not one object."""
     try:
         data = json.loads(body)
     except (UnicodeDecodeError, ValueError):
-        raise EventRejected("the body is not JSON: use Mailgun's JSON webhooks") from None
+        raise EventRejected(LEGACY_REFUSED, NOT_ACCEPTABLE) from None
     if not isinstance(data, dict):
         raise EventRejected("the body must be one JSON object")
     refuse_unstorable_text(data, NOT_ACCEPTABLE)
@@ -74,22 +82,37 @@ def compute_signature(signing_key: str, timestamp: str, token: str) -> str:
 
 
 def verify(
-    data: dict[str, Any], *, signing_key: str, now_epoch_seconds: float, tolerance_seconds: float
+    data: dict[str, Any],
+    *,
+    signing_key: str | None,
+    parent_signing_key: str | None = None,
+    now_epoch_seconds: float,
+    tolerance_seconds: float,
 ) -> str:
     """Check the signature block; return its token (the request's key against replays)."""
     block = data.get("signature")
     block = block if isinstance(block, dict) else {}
-    timestamp, token, signature = (block.get(k) for k in ("timestamp", "token", "signature"))
-    if not all(isinstance(value, str) and value for value in (timestamp, token, signature)):
+    timestamp, token = block.get("timestamp"), block.get("token")
+    if not all(isinstance(value, str) and value for value in (timestamp, token)):
         raise EventRejected("signature.timestamp, token and signature are required", 401)
     if not _TIMESTAMP.match(timestamp):
         raise EventRejected("signature.timestamp must be Unix seconds", 401)
     if abs(now_epoch_seconds - int(timestamp)) > tolerance_seconds:
         raise EventRejected("signature.timestamp is outside the replay window", 401)
-    expected = compute_signature(signing_key, timestamp, token)
-    if not hmac.compare_digest(expected.encode(), signature.strip().lower().encode()):
+    pairs = (
+        (signing_key, block.get("signature")),
+        (parent_signing_key, block.get("parent-signature")),
+    )
+    if not any(_matches(key, timestamp, token, given) for key, given in pairs):
         raise EventRejected("the signature does not match", 401)
     return token
+
+
+def _matches(key: str | None, timestamp: str, token: str, given: Any) -> bool:
+    if not key or not isinstance(given, str) or not given:
+        return False
+    expected = compute_signature(key, timestamp, token)
+    return hmac.compare_digest(expected.encode(), given.strip().lower().encode())
 
 
 def parse_event(data: dict[str, Any]) -> ReportedEvent:
@@ -109,6 +132,7 @@ def parse_event(data: dict[str, Any]) -> ReportedEvent:
         recipient=clip(event.get("recipient"), 320),
         provider_message_id=header_id.strip("<>") if header_id else None,
         message_id=normalize_message_id(header_id),
+        reference=reference_in(event.get("user-variables")),
         occurred_at=parse_epoch(event.get("timestamp")),
         payload=event,
         **_facts(event),

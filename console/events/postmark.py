@@ -14,6 +14,7 @@ per request, by ``RecordType``:
 
 Bounce records carry an ``ID``; the others get an id made of what makes them
 unique, so a redelivery is recorded once. The bounce dump (``Content``) is not kept.
+Our reference comes back in ``Metadata`` (sent in ``X-PM-Metadata-outbox_ref``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from console.events import (
     parse_timestamp,
     refuse_unstorable_text,
 )
+from console.events.metadata import reference_in
 
 SOURCE = "postmark"
 ACCOUNT_REASON = "postmark-account"
@@ -118,6 +120,7 @@ def parse_record(body: bytes) -> ReportedEvent:
         source_event_id=_event_id(kind, record, recipient),
         recipient=recipient,
         provider_message_id=clip(record.get("MessageID"), 255),
+        reference=reference_in(record.get("Metadata")),
         occurred_at=parse_timestamp(
             next(
                 (

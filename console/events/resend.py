@@ -9,8 +9,13 @@ tolerance. The unbranded ``webhook-id`` / ``webhook-timestamp`` /
 ``webhook-signature`` headers are read too.
 
 One event per request (Resend's ``type``, ``created_at`` and ``data``); its id
-is the ``svix-id``, the same on every retry. Resend names no recipient per
-event, so the one address of ``data.to`` is taken (none when there are several).
+is the ``svix-id``, the same on every retry. Resend names the message's
+recipients (``data.to``), not the one an event is about: an event naming
+several is recorded once for each (ids ``<svix-id>#1``, ``#2``...), as SES
+events are. ``email.suppressed`` (Resend's account-level suppression list) and a
+bounce of subtype ``Suppressed`` mean Resend never tried: rejected, and the
+address suppressed here too (``resend-account``). Our reference comes back in
+``data.tags``.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from console.events import (
     refuse_unstorable_text,
     single_address,
 )
+from console.events.metadata import reference_in
 
 SOURCE = "resend"
 SECRET_PREFIX = "whsec_"
@@ -60,6 +66,7 @@ _EVENT_TYPES = {
     "email.complained": COMPLAINED,
     "email.bounced": BOUNCED,
     "email.failed": REJECTED,
+    "email.suppressed": REJECTED,
 }
 
 
@@ -116,7 +123,12 @@ def verify(
 
 
 def parse_event(message_id: str, body: bytes) -> ReportedEvent:
-    """Read one Resend event; EventRejected (400) says what is wrong."""
+    """Read a Resend event about one recipient (the first, when it names several)."""
+    return parse_events(message_id, body)[0]
+
+
+def parse_events(message_id: str, body: bytes) -> list[ReportedEvent]:
+    """Read one Resend event, one for each recipient; EventRejected (400) says what is wrong."""
     try:
         event = json.loads(body)
     except (UnicodeDecodeError, ValueError):
@@ -125,17 +137,29 @@ def parse_event(message_id: str, body: bytes) -> ReportedEvent:
         raise EventRejected("the body must be one Resend event with a 'type'")
     refuse_unstorable_text(event)
     data = event.get("data") if isinstance(event.get("data"), dict) else {}
-    fields = _facts(event["type"], data)
-    return ReportedEvent(
-        source=SOURCE,
-        source_event_id=message_id[:255],
-        recipient=single_address(data.get("to")),
-        provider_message_id=clip(data.get("email_id"), 255),
-        message_id=normalize_message_id(_header(data, "message-id")),
-        occurred_at=parse_timestamp(event.get("created_at")),
-        payload=event,
-        **fields,
-    )
+    common = {
+        "source": SOURCE,
+        "provider_message_id": clip(data.get("email_id"), 255),
+        "message_id": normalize_message_id(_header(data, "message-id")),
+        "reference": reference_in(data.get("tags")),
+        "occurred_at": parse_timestamp(event.get("created_at")),
+        "payload": event,
+        **_facts(event["type"], data),
+    }
+    recipients = _recipients(data.get("to"))
+    if len(recipients) < 2:
+        return [ReportedEvent(source_event_id=message_id[:250], recipient=recipients[0], **common)]
+    return [
+        ReportedEvent(source_event_id=f"{message_id[:250]}#{n}", recipient=address, **common)
+        for n, address in enumerate(recipients, start=1)
+    ]
+
+
+def _recipients(to: Any) -> list[str | None]:
+    """Each address of ``data.to`` (a list or one text); [None] when it names none."""
+    entries = to if isinstance(to, list) else [to]
+    addresses = [single_address(entry) for entry in entries if isinstance(entry, str)]
+    return [address for address in addresses if address] or [None]
 
 
 def _facts(kind: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -145,11 +169,23 @@ def _facts(kind: str, data: dict[str, Any]) -> dict[str, Any]:
         return {"event_type": name.strip("_")[:MAX_EVENT_TYPE_LENGTH] or "unknown"}
     if event_type == BOUNCED:
         return _bounce(data.get("bounce") if isinstance(data.get("bounce"), dict) else {})
+    if kind == "email.suppressed":
+        return _suppressed(
+            data.get("suppressed") if isinstance(data.get("suppressed"), dict) else {}
+        )
     if event_type == REJECTED:
         failed = data.get("failed") if isinstance(data.get("failed"), dict) else {}
         reason = clip(failed.get("reason"), 500) or "no reason given"
         return {"event_type": REJECTED, "diagnostic": f"Resend could not send it: {reason}"}
     return {"event_type": event_type}
+
+
+def _suppressed(suppressed: dict[str, Any]) -> dict[str, Any]:
+    """Resend did not send it: the address is on its account-level suppression list."""
+    subtype = clip(suppressed.get("type"), 50) or "Suppressed"
+    message = clip(suppressed.get("message"), 900) or "the address is on its suppression list"
+    return {"event_type": REJECTED, "subtype": subtype, "suppress_as": ACCOUNT_REASON,
+            "diagnostic": f"Resend did not send it ({subtype}): {message}"}  # fmt: skip
 
 
 def _bounce(bounce: dict[str, Any]) -> dict[str, Any]:

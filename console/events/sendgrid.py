@@ -5,7 +5,7 @@ the base64 DER signature in ``X-Twilio-Email-Event-Webhook-Signature`` and
 the Unix time in ``X-Twilio-Email-Event-Webhook-Timestamp``; the verification
 key (Settings → Mail Settings → Signed Event Webhook) is base64 DER, or PEM.
 The timestamp must be within the tolerance, and a signature already used is
-a replay (``ReplayGuard``).
+a replay (``console.store.replay_keys``).
 
 One request carries a JSON array of events, each recorded once by its
 ``sg_event_id``:
@@ -20,9 +20,12 @@ One request carries a JSON array of events, each recorded once by its
 
 The provider id is ``sg_message_id`` up to ``.filter``/``.recvd``: the
 ``X-Message-Id`` an API send returns and the id SendGrid's SMTP relay names in
-its ``250 Ok: queued as ...`` reply. ``smtp-id`` is not used to match: SendGrid
-often writes its own Message-ID there (``<...@ismtpd...>``), and an event whose
-Message-ID is not ours would never match.
+its ``250 Ok: queued as ...`` reply; the whole ``sg_message_id`` is tried too
+(the form SendGrid's activity feed shows). ``smtp-id`` is the Message-ID the
+message carried over SendGrid's SMTP relay, ours; SendGrid writes its own
+there (``<...@ismtpd...>``) for mail without one, so it names an intent only
+when one has exactly that Message-ID. Our reference comes back as a top-level
+field (a unique argument, sent in ``X-SMTPAPI``).
 """
 
 from __future__ import annotations
@@ -46,9 +49,11 @@ from console.events import (
     EventRejected,
     ReportedEvent,
     clip,
+    normalize_message_id,
     parse_epoch,
     refuse_unstorable_text,
 )
+from console.events.metadata import reference_in
 
 SOURCE = "sendgrid"
 SIGNATURE_HEADER = "X-Twilio-Email-Event-Webhook-Signature"
@@ -130,6 +135,7 @@ def _event(item: dict[str, Any]) -> ReportedEvent:
     if not isinstance(kind, str) or not kind:
         raise EventRejected("each event needs an 'event'")
     sg_message_id = clip(item.get("sg_message_id"), 255)
+    provider_id = _PROVIDER_ID.split(sg_message_id)[0] if sg_message_id else None
     event_id = clip(item.get("sg_event_id"), 255) or ":".join(
         str(item.get(k)) for k in ("sg_message_id", "event", "email", "timestamp")
     )
@@ -137,7 +143,10 @@ def _event(item: dict[str, Any]) -> ReportedEvent:
         source=SOURCE,
         source_event_id=event_id[:255],
         recipient=clip(item.get("email"), 320),
-        provider_message_id=_PROVIDER_ID.split(sg_message_id)[0] if sg_message_id else None,
+        provider_message_id=provider_id,
+        other_provider_ids=(sg_message_id,) if sg_message_id != provider_id else (),
+        relay_message_id=normalize_message_id(clip(item.get("smtp-id"), 255)),
+        reference=reference_in(item),
         occurred_at=parse_epoch(item.get("timestamp")),
         payload=item,
         **_facts(kind.lower(), item),

@@ -17,6 +17,9 @@ are the same. What each kind means:
 - ``Received`` (inbound mail sent to this topic by a receipt rule) is a set-up
   mistake: kept without its content, never matched.
 
+Our reference comes back in the message tags (``mail.tags``, sent in
+``X-SES-MESSAGE-TAGS``), in the event publishing shape only.
+
 An event's time is the section's own timestamp, else ``mail.timestamp``, else
 the SNS message's ``Timestamp``. A kind that names no recipients (or an empty
 list) gives one event that keeps its type, subtype and time, about the one
@@ -52,6 +55,7 @@ from console.events import (
     refuse_unstorable_text,
     single_address,
 )
+from console.events.metadata import reference_in
 
 SOURCE = "ses"
 MAX_UNPARSED_CHARACTERS = 10_000
@@ -167,6 +171,7 @@ def _mail_fields(mail: dict[str, Any]) -> Fields:
         if isinstance(provider_message_id, str)
         else None,
         "message_id": normalize_message_id(message_id),
+        "reference": reference_in(mail.get("tags")),
     }
 
 
@@ -180,9 +185,10 @@ def _time(section: dict[str, Any], when: dt.datetime | None) -> dt.datetime | No
 
 
 def _address(entry: Any) -> str | None:
+    """A listed recipient's address ("John <john@x>" gives john@x), as every event reads it."""
     if isinstance(entry, dict):
         entry = entry.get("emailAddress")
-    return entry.strip() if isinstance(entry, str) and entry.strip() else None
+    return single_address(entry) if isinstance(entry, str) else None
 
 
 def _per_recipient(

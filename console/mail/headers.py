@@ -11,6 +11,7 @@ Every line is at most 78 characters where a fold point exists, and never above 9
 from __future__ import annotations
 
 import binascii
+import json
 import re
 from email.utils import parseaddr
 
@@ -160,3 +161,20 @@ def _chunks(text: str, kind: str, payload_chars: int, encode) -> list[str]:
 def subject_header(subject: str) -> bytes:
     """``Subject:`` with only what needs it encoded, folded at whitespace."""
     return fold("Subject", text_pieces(subject))
+
+
+def metadata_header(provider: str | None, reference: str) -> tuple[str, str] | None:
+    """The header that carries `reference` in `provider`'s metadata channel over SMTP, as
+    (name, value); None without a provider, and for Resend (its HTTP API takes ``tags``)."""
+    from console.events import metadata
+
+    key = metadata.REFERENCE_KEY
+    if provider == metadata.POSTMARK:
+        return f"X-PM-Metadata-{key}", reference
+    if provider == metadata.MAILGUN:
+        return "X-Mailgun-Variables", json.dumps({key: reference})
+    if provider == metadata.SENDGRID:
+        return "X-SMTPAPI", json.dumps({"unique_args": {key: reference}})
+    if provider == metadata.SES:
+        return "X-SES-MESSAGE-TAGS", f"{key}={reference}"
+    return None

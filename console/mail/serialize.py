@@ -7,7 +7,10 @@ Message-ID, MIME-Version; a text/plain body or a multipart/alternative of text
 and HTML; 7bit when the text allows it, else quoted-printable or base64; CRLF
 line ends, header lines folded within 78 characters, no line above 998 bytes.
 A non-ASCII recipient (SMTPUTF8, RFC 6531/6532) is the only 8-bit text: it is
-written as UTF-8 in ``To:`` and everything else stays 7-bit clean.
+written as UTF-8 in ``To:`` and everything else stays 7-bit clean. With a
+provider named, one more header carries the intent's reference in that
+provider's metadata channel (``headers.metadata_header``): the reference only,
+never params or content.
 Tests parse the output with the ``email`` package and compare it with
 ``render.build_message``. A header value holding a line break (or another
 control character) is refused with ``header_checks.UnsafeHeader``, never written.
@@ -21,6 +24,7 @@ import functools
 import random
 from email.utils import format_datetime
 
+from console.events.metadata import reference_for
 from console.mail.catalog import RenderedParts
 from console.mail.header_checks import (
     MESSAGE_ID,
@@ -28,7 +32,7 @@ from console.mail.header_checks import (
     SUBJECT,
     check_header_value,
 )
-from console.mail.headers import mailbox_header, subject_header
+from console.mail.headers import mailbox_header, metadata_header, subject_header
 
 CRLF = b"\r\n"
 MAX_LINE_BYTES = 998
@@ -44,12 +48,19 @@ def serialize_message(
     message_id: str,
     parts: RenderedParts,
     date: dt.datetime,
+    provider: str | None = None,
+    intent_id: int | None = None,
 ) -> bytes:
-    """Return the complete message as bytes, ready for SMTP DATA; UnsafeHeader on a line break."""
+    """Return the complete message as bytes, ready for SMTP DATA; UnsafeHeader on a line break.
+
+    With `provider` and `intent_id`, the message carries the intent's reference in that
+    provider's metadata header.
+    """
     check_header_value(RECIPIENT, recipient)
     check_header_value(MESSAGE_ID, message_id)
     check_header_value(SUBJECT, parts.subject)
     check_header_value("mail_from", mail_from)
+    metadata = _metadata_line(provider, intent_id, message_id)
     head = b"".join(
         (
             _from_header(mail_from),
@@ -63,6 +74,7 @@ def serialize_message(
             b"Message-ID: ",
             message_id.encode("ascii"),
             CRLF,
+            metadata,
             b"MIME-Version: 1.0\r\n",
         )
     )
@@ -87,6 +99,18 @@ def serialize_message(
             b"--\r\n",
         )
     )
+
+
+def _metadata_line(provider: str | None, intent_id: int | None, message_id: str) -> bytes:
+    """The provider's metadata header line naming the intent; b"" when there is none."""
+    if provider is None or intent_id is None:
+        return b""
+    header = metadata_header(provider, reference_for(intent_id, message_id))
+    if header is None:
+        return b""
+    name, value = header
+    check_header_value(f"{name} header", value)
+    return f"{name}: {value}".encode("ascii") + CRLF
 
 
 def _text_part(text: str, subtype: str) -> bytes:

@@ -13,6 +13,8 @@ After ``delete_days`` (``CONSOLE_RETENTION_DELETE_DAYS``; 0 turns it off) termin
 intents are deleted with their attempts and matched provider events, and
 provider events that never matched an intent are deleted too.
 
+Every pass also deletes the used webhook request keys whose window is over.
+
 Work goes in batches (``batch_size`` rows, one short transaction each), so a
 pass never holds a lock for long and a daily run costs what the day added.
 """
@@ -28,7 +30,7 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session
 
 from console.models import utcnow
-from console.store import address_redaction, retention_deletes, retention_sweeps
+from console.store import address_redaction, replay_keys, retention_deletes, retention_sweeps
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,7 @@ class PruneReport:
     events_deleted: int = 0
     suppression_notes_cleared: int = 0
     audit_targets_hashed: int = 0
+    replay_keys_deleted: int = 0
     batches: int = 0  # transactions that found rows to change
 
 
@@ -87,6 +90,7 @@ def prune(
     in_batches(lambda: _scrub_intents(session_factory, cutoff, batch_size, now, report))
     in_batches(lambda: _trim_events(session_factory, cutoff, batch_size, report))
     in_batches(lambda: _clear_notes(session_factory, cutoff, batch_size, report))
+    in_batches(lambda: _forget_replay_keys(session_factory, now, batch_size, report))
     if address_key:
         in_batches(lambda: _hash_audit(session_factory, cutoff, batch_size, address_key, report))
     log.info(
@@ -136,3 +140,9 @@ def _hash_audit(factory, cutoff, batch_size, key, report: PruneReport) -> int:
     hashed = address_redaction.hash_old_audit_targets_batch(factory, cutoff, batch_size, key)
     report.audit_targets_hashed += hashed
     return hashed
+
+
+def _forget_replay_keys(factory, now, batch_size, report: PruneReport) -> int:
+    deleted = replay_keys.delete_expired_batch(factory, now, batch_size)
+    report.replay_keys_deleted += deleted
+    return deleted

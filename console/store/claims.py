@@ -32,6 +32,7 @@ from sqlalchemy import (
     exists,
     func,
     literal,
+    literal_column,
     select,
     union_all,
     update,
@@ -84,8 +85,33 @@ def _due_in_lane(lane: str):
         .where(intent.status == PENDING, intent.lane == lane, intent.next_attempt_at <= _NOW)
         .where(~_in_deferred_domain(_NOW))
         .where(~holds.lane_held(lane, _NOW), ~holds.intent_held(_NOW))
-        .order_by(intent.next_attempt_at)
     )
+
+
+# Longest-waiting first: in each lane retries before first attempts, each kind by when it
+# became due (`next_attempt_at`). Retries are read through their own partial index
+# (``ix_email_intent_retry_due``), first attempts through ``ix_email_intent_claim``: no
+# sort of the backlog. The retries' condition is written as the index's, in constants,
+# so both databases choose that index. (An intent held back because its domain was
+# deferred keeps its `next_attempt_at`: the claim skips a deferred domain until the
+# deferral ends, then its oldest mail goes first.)
+RETRY, FIRST_TRY = 0, 1
+RETRY_DUE = (s.INTENT.c.status == literal_column(f"'{PENDING}'")) & (
+    s.INTENT.c.attempt_count > literal_column("0")
+)
+
+
+def _due_of_kind(lane: str, kind: int):
+    """The due intents of `lane` of one kind (RETRY, FIRST_TRY), oldest first."""
+    intent = s.INTENT.c
+    of_kind = RETRY_DUE if kind == RETRY else intent.attempt_count == literal_column("0")
+    return _due_in_lane(lane).where(of_kind).order_by(intent.next_attempt_at, intent.id)
+
+
+def waited_longest(intent: s.DueIntent) -> tuple:
+    """The claim's order within a lane, for intents already read."""
+    kind = RETRY if intent.attempt_count > 0 else FIRST_TRY
+    return kind, intent.next_attempt_at, intent.id
 
 
 def _in_deferred_domain(now):
@@ -101,26 +127,35 @@ def _lane_limit(lane: str):
     return bindparam(f"b_limit_{lane}", type_=Integer())
 
 
-# PostgreSQL: due rows of one lane, locked, skipping rows other workers hold.
-_LOCK_DUE_IN_LANE = {
-    lane: _due_in_lane(lane).limit(_lane_limit(lane)).with_for_update(skip_locked=True)
+# PostgreSQL: due rows of one lane and kind, locked, skipping rows other workers hold.
+_LOCK_DUE = {
+    (lane, kind): _due_of_kind(lane, kind)
+    .limit(_lane_limit(lane))
+    .with_for_update(skip_locked=True)
     for lane in LANES
+    for kind in (RETRY, FIRST_TRY)
 }
 
 
 def _lock_due_skip_locked(
     session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
 ) -> list[s.DueIntent]:
-    """PostgreSQL: lock due rows lane by lane, skipping rows other workers hold."""
+    """PostgreSQL: lock due rows lane by lane, retries first, skipping rows others hold."""
     connection = session.connection()
     due: list[s.DueIntent] = []
     for lane in LANES:
-        remaining = min(limit - len(due), limits[lane])
-        if remaining <= 0:
-            continue
-        values = {"b_now": now, f"b_limit_{lane}": remaining}
-        rows = connection.execute(_LOCK_DUE_IN_LANE[lane], values)
-        due += [s.DueIntent.from_row(row) for row in rows]
+        in_lane = 0
+        for kind in (RETRY, FIRST_TRY):
+            remaining = min(limit - len(due), limits[lane] - in_lane)
+            if remaining <= 0:
+                break
+            values = {"b_now": now, f"b_limit_{lane}": remaining}
+            rows = [
+                s.DueIntent.from_row(row)
+                for row in connection.execute(_LOCK_DUE[(lane, kind)], values)
+            ]
+            due += rows
+            in_lane += len(rows)
     return due
 
 
@@ -136,15 +171,20 @@ def _mark_due_sending_statement():
     """SQLite: one UPDATE ... RETURNING that takes the write lock and the batch at once."""
     per_lane = []
     for rank, lane in enumerate(LANES):
-        lane_due = _due_in_lane(lane).with_only_columns(s.INTENT.c.id, s.INTENT.c.next_attempt_at)
-        lane_due = lane_due.limit(_lane_limit(lane)).subquery()
-        per_lane.append(
-            select(lane_due.c.id, literal(rank).label("lane_rank"), lane_due.c.next_attempt_at)
-        )
+        kinds = []
+        for kind in (RETRY, FIRST_TRY):
+            chosen = _due_of_kind(lane, kind).with_only_columns(
+                s.INTENT.c.id, literal(kind).label("kind"), s.INTENT.c.next_attempt_at
+            )
+            kinds.append(select(chosen.limit(_lane_limit(lane)).subquery()))
+        both = union_all(*kinds).subquery()
+        in_lane = select(both).order_by(both.c.kind, both.c.next_attempt_at, both.c.id)
+        in_lane = in_lane.limit(_lane_limit(lane)).subquery()
+        per_lane.append(select(in_lane, literal(rank).label("lane_rank")))
     ranked = union_all(*per_lane).subquery()
     chosen = (
         select(ranked.c.id)
-        .order_by(ranked.c.lane_rank, ranked.c.next_attempt_at)
+        .order_by(ranked.c.lane_rank, ranked.c.kind, ranked.c.next_attempt_at, ranked.c.id)
         .limit(bindparam("b_limit", type_=Integer()))
     )
     return (
@@ -167,7 +207,7 @@ def _mark_due_sending(
     values.update({f"b_limit_{lane}": limits[lane] for lane in LANES})
     rows = session.connection().execute(_MARK_DUE_SENDING, values)
     due = [s.DueIntent.from_row(row) for row in rows]
-    return sorted(due, key=lambda intent: (_LANE_RANK[intent.lane], intent.next_attempt_at))
+    return sorted(due, key=lambda intent: (_LANE_RANK[intent.lane], *waited_longest(intent)))
 
 
 _SUPPRESSED_AMONG = select(Suppression.__table__.c.recipient).where(

@@ -17,6 +17,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from console.core.setting_values import normalized_database_url
 from console.paths import create_private_file
 from console.store.json_values import read_json
 
@@ -94,6 +95,7 @@ def bound_lock_waits(engine: Engine, lock_timeout_seconds: float | None) -> None
 
 def make_engine(url: str, *, lock_timeout_seconds: float | None = None) -> Engine:
     """Create an engine for `url` with the product's connection settings."""
+    url = normalized_database_url(url)
     create_private_sqlite_file(url)
     engine = create_engine(url, **engine_options(url, lock_timeout_seconds=lock_timeout_seconds))
     bound_lock_waits(engine, lock_timeout_seconds)

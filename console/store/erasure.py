@@ -8,9 +8,14 @@ transaction (never commits), so the erasure happens entirely or not at all:
   naming it, unless ``cancel`` cancels it first;
 - provider events naming the address (recipient, diagnostic, payload) go;
 - finished intents to other people whose params quote the address lose their params;
-- audit entries and suppression notes name it by its keyed hash;
+- audit entries, suppression notes and hold reasons name it by its keyed hash;
+- failed-login counts of a username naming it go;
 - a suppression of the address stays as the keyed hash only;
 - the erasure is audited: who, when, the reason, the hash — never the address.
+
+"Naming" and "quoting" find the address in any letter case, plain, URL-encoded or
+JSON-escaped (console.store.address_redaction). On SQLite the deleted bytes are
+zeroed and, once the caller commits, the WAL is emptied (console.store.erased_bytes).
 """
 
 from __future__ import annotations
@@ -21,14 +26,19 @@ import datetime as dt
 from sqlalchemy import delete, func, null, or_, select, update
 from sqlalchemy.orm import Session
 
-from console.core.address_hash import address_hash, replace_address
+from console.core.address_hash import address_hash
 from console.core.plurals import plural
 from console.models import AuditEntry, Intent, ProviderEvent, Suppression, utcnow
+from console.store import erased_bytes
 from console.store.actions import ActionRefused, StaleAction, required_reason
 from console.store.address_redaction import (
+    audit_naming,
+    forget_login_failures,
     mentions,
     redact_audit_entries,
+    redact_hold_reasons,
     redact_suppression_notes,
+    replace_forms,
 )
 from console.store.audit import audit_values, write_audit
 from console.store.retention_deletes import delete_finished_intents
@@ -99,13 +109,7 @@ def preview(session: Session, address: str, *, secret_key: str) -> ErasurePrevie
     events = select(func.count()).where(
         or_(ProviderEvent.intent_id.in_(ids), _events_naming(address))
     )
-    audit = select(func.count()).where(
-        or_(
-            func.lower(AuditEntry.target) == address,
-            mentions(AuditEntry.reason, address),
-            mentions(AuditEntry.details, address),
-        )
-    )
+    audit = select(func.count()).select_from(AuditEntry).where(audit_naming(address))
     elsewhere = session.execute(_quoting_elsewhere(address)).all()
     suppressed = select(Suppression.id).where(Suppression.recipient == address)
     return ErasurePreview(
@@ -179,6 +183,14 @@ def _scrub_params_elsewhere(
     return len(finished), [row.id for row in rows if row.status not in TERMINAL_STATUSES]
 
 
+def _redact_mentions(session: Session, address: str, token: str) -> int:
+    """The address replaced by its hash where rows that stay quote it; return the audit count."""
+    redact_suppression_notes(session, address, token)
+    redact_hold_reasons(session, address, token)
+    forget_login_failures(session, address)
+    return redact_audit_entries(session, address, token)
+
+
 def forget(
     session: Session,
     address: str,
@@ -201,6 +213,7 @@ def forget(
     address, token = plan.address, plan.token
     if plan.unfinished and not cancel:
         raise ActionRefused(refusal(plan.unfinished))
+    erased_bytes.wipe_when_committed(session)
     cancelled = _cancel(session, plan.unfinished, now)
     ids = list(session.execute(select(Intent.id).where(_to_address(address))).scalars())
     matched = session.execute(
@@ -215,14 +228,13 @@ def forget(
         execution_options={"synchronize_session": False},
     ).rowcount
     suppression_kept = _keep_suppression_as_hash(session, address, token)
-    redact_suppression_notes(session, address, token)
-    audited = redact_audit_entries(session, address, token)
+    audited = _redact_mentions(session, address, token)
     scrubbed, unsent = _scrub_params_elsewhere(session, address, now)
     report = ErasureReport(token, len(deleted), cancelled, matched + naming, audited,
                            suppression_kept, scrubbed, unsent)  # fmt: skip
     details = {k: v for k, v in dataclasses.asdict(report).items() if k != "token"}
     details["unsent_elsewhere"] = unsent[:LISTED]
-    reason = replace_address(reason, address, token)  # the reason may quote the address
+    reason = replace_forms(reason, address, token)  # the reason may quote the address
     entry = audit_values(
         actor=actor, action=ERASE_ACTION, now=now, target=token, reason=reason, details=details
     )

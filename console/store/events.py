@@ -5,13 +5,18 @@ webhook acknowledges only once the whole effect of its events is durable.
 
 - An event is inserted with UNIQUE(source, source_event_id): a redelivery
   inserts nothing and changes nothing.
+- Our reference, when the provider's metadata brought it back
+  (``console.events.metadata``), names the intent first: the event takes that
+  intent's Message-ID. So does a Message-ID the provider may have written itself
+  (``ReportedEvent.relay_message_id``), but only when an intent has exactly it.
 - It is matched to its intent by the rule of ``console.events.matching``: its
-  Message-ID when present, else its provider message id (on the intent or on
-  one of its attempts), together with the recipient it names — provider ids
-  repeat, so an event is never attached to another recipient's intent. One
-  that matches no intent, or several, stays unmatched (``intent_id`` and
-  ``matched_at`` NULL, the reason in ``unmatched_reason``) until
-  ``match_unmatched_events`` finds exactly one by the same rule.
+  Message-ID when present, else its provider message id (any of its
+  spellings, on the intent or on one of its attempts), together with the
+  recipient it names — provider ids repeat, so an event is never attached to
+  another recipient's intent. One that matches no intent, or several, stays
+  unmatched (``intent_id`` and ``matched_at`` NULL, the reason in
+  ``unmatched_reason``) until ``match_unmatched_events`` finds exactly one by
+  the same rule.
 - A permanent bounce or a complaint puts the recipient on the suppression list,
   naming the event; a transient or undetermined bounce does not. So does an
   event that says the provider keeps the address on its own list
@@ -38,6 +43,7 @@ from sqlalchemy.orm import Session
 
 from console.events import ReportedEvent
 from console.events.matching import Candidate, choose
+from console.events.metadata import names_intent, parse_reference
 from console.models import Attempt, Intent, ProviderEvent, Suppression, utcnow
 from console.store.event_facts import EVENT_ACTOR_PREFIX, link_and_apply
 
@@ -75,6 +81,7 @@ def record_events(
     now = now or utcnow()
     summary = RecordSummary()
     for event in events:
+        event = _with_our_message_id(session, event)
         row_id = _insert_once(session, event, now)
         if row_id is None:
             summary.duplicates += 1
@@ -91,6 +98,24 @@ def record_events(
             continue
         summary.matched += _match_new_event(session, row_id, event, now)
     return summary
+
+
+def _with_our_message_id(session: Session, event: ReportedEvent) -> ReportedEvent:
+    """The event with the Message-ID of the intent its reference names, else of the intent
+    its relay's Message-ID is exactly; unchanged when neither names one of ours."""
+    ours = _referenced_message_id(session, event.reference) if event.reference else None
+    if ours is None and event.relay_message_id and not event.message_id:
+        relayed = event.relay_message_id[:255]
+        ours = session.scalar(select(Intent.message_id).where(Intent.message_id == relayed))
+    return dataclasses.replace(event, message_id=ours) if ours else event
+
+
+def _referenced_message_id(session: Session, reference: str) -> str | None:
+    parsed = parse_reference(reference)
+    if parsed is None:
+        return None
+    message_id = session.scalar(select(Intent.message_id).where(Intent.id == parsed[0]))
+    return message_id if message_id and names_intent(reference, parsed[0], message_id) else None
 
 
 def _insert_once(session: Session, event: ReportedEvent, now: dt.datetime) -> int | None:
@@ -165,6 +190,7 @@ def _match_new_event(session: Session, row_id: int, event: ReportedEvent, now: d
         provider_message_id=_clip(event.provider_message_id),
         message_id=_clip(event.message_id),
         recipient=event.recipient[:320] if event.recipient else None,
+        other_provider_ids=tuple(i[:255] for i in event.other_provider_ids if i),
     )
     if isinstance(chosen, str):
         _keep_unmatched(session, row_id, chosen)
@@ -179,9 +205,11 @@ def _choose_intent(
     provider_message_id: str | None,
     message_id: str | None,
     recipient: str | None,
+    other_provider_ids: tuple[str, ...] = (),
 ) -> Candidate | str:
     """Return the intent an event is about, or the reason it waits (``events.matching``)."""
-    candidates = _candidates(session, provider_message_id, message_id, recipient)
+    provider_ids = [i for i in (provider_message_id, *other_provider_ids) if i]
+    candidates = _candidates(session, provider_ids, message_id, recipient)
     return choose(
         candidates,
         recipient=recipient,
@@ -192,20 +220,20 @@ def _choose_intent(
 
 def _candidates(
     session: Session,
-    provider_message_id: str | None,
+    provider_ids: list[str],
     message_id: str | None,
     recipient: str | None,
 ) -> list[Candidate]:
-    """The intents an event's Message-ID (when present) or else its provider id points at.
+    """The intents an event's Message-ID (when present) or else its provider ids point at.
 
     Those to `recipient` when there are any; else the others, for the reason.
     """
     if message_id:
         named = select(Intent.id).where(Intent.message_id == message_id)
-    elif provider_message_id:
+    elif provider_ids:
         named = union(
-            select(Attempt.intent_id).where(Attempt.provider_message_id == provider_message_id),
-            select(Intent.id).where(Intent.provider_message_id == provider_message_id),
+            select(Attempt.intent_id).where(Attempt.provider_message_id.in_(provider_ids)),
+            select(Intent.id).where(Intent.provider_message_id.in_(provider_ids)),
         )
     else:
         return []
@@ -224,11 +252,11 @@ def _candidates(
     if not intents:
         return []
     attempts: dict[int, int] = {}
-    if provider_message_id:
+    if provider_ids:
         latest = (
             select(Attempt.intent_id, func.max(Attempt.id))
             .where(
-                Attempt.provider_message_id == provider_message_id,
+                Attempt.provider_message_id.in_(provider_ids),
                 Attempt.intent_id.in_([intent_id for intent_id, _ in intents]),
             )
             .group_by(Attempt.intent_id)

@@ -1,7 +1,8 @@
 """HTTP provider transport on httpx: a Resend-style JSON API.
 
 One email is one ``POST {base_url}/emails`` with ``from``, ``to``, ``subject``,
-``text``, ``html`` and ``headers`` (carrying the stored Message-ID), an
+``text``, ``html``, ``headers`` (carrying the stored Message-ID) and ``tags``
+(the intent's reference, ``outbox_ref``, which Resend's events bring back), an
 ``Authorization: Bearer <key>`` header and the stored idempotency key in
 ``Idempotency-Key``, so a retry of an unknown outcome is deduplicated by the
 provider inside its idempotency window. The provider's message id is the
@@ -24,6 +25,7 @@ from typing import Any
 import httpx
 
 from console.core.send_result import SendResult
+from console.events.metadata import REFERENCE_KEY, reference_for
 from console.transports.base import OutgoingEmail, StageCallback
 from console.vocabulary import CLAIMED, CONNECTING, DATA_SENT, REPLY_READ
 
@@ -101,6 +103,9 @@ class HttpTransport:
             "subject": email.subject,
             "text": email.text,
             "headers": {"Message-ID": email.message_id},
+            "tags": [
+                {"name": REFERENCE_KEY, "value": reference_for(email.intent_id, email.message_id)}
+            ],
         }
         if email.html is not None:
             body["html"] = email.html

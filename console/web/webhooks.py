@@ -7,7 +7,8 @@ auth), ``/webhooks/mailgun`` (Mailgun's HMAC and token), ``/webhooks/sendgrid``
 they are exempt from CSRF; one whose secret is not configured answers 503.
 Each answers 2xx only after the transaction holding the events commits; any
 failure before that answers 4xx/5xx and the provider delivers again. A signed
-request already recorded within the replay window is refused with 409.
+request whose key was already recorded (``console.store.replay_keys``, shared
+by every process) is refused with 409.
 
 No post/redirect/get here: these POSTs come from providers' servers, not from a
 form in a browser, and their status code is the answer the provider acts on.
@@ -15,6 +16,7 @@ form in a browser, and their status code is the answer the provider acts on.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 
@@ -31,7 +33,8 @@ from console.events import (
     sns,
     webhook,
 )
-from console.events.replay import ReplayGuard
+from console.models import utcnow
+from console.store import replay_keys
 from console.store.events import record_events
 from console.web.extensions import current_settings, db
 from console.web.security import csrf_exempt
@@ -45,7 +48,6 @@ MAX_BODY_BYTES = 512 * 1024  # an SNS message is at most 256 KiB
 MAX_BATCH_BYTES = 4 * 1024 * 1024  # a SendGrid batch (SendGrid posts up to about 768 KiB)
 CERTIFICATES_EXTENSION = "console.sns_certificates"  # a sns.CertificateCache
 SUBSCRIBE_VISITOR_EXTENSION = "console.sns_subscribe_visitor"  # a sns.UrlVisitor
-REPLAYS_EXTENSION = "console.webhook_replays"  # provider -> ReplayGuard
 
 
 def _body(limit: int = MAX_BODY_BYTES) -> bytes:
@@ -65,35 +67,35 @@ def _not_configured(*variables: str):
     return jsonify(error=f"the webhook is not configured: set {names}"), 503
 
 
-def _replays(provider: str) -> ReplayGuard:
-    guards = current_app.extensions.setdefault(REPLAYS_EXTENSION, {})
-    window = current_settings().webhook_tolerance_seconds
-    return guards.setdefault(provider, ReplayGuard(2 * window))
-
-
 def _record(
     events: list[ReportedEvent],
     *,
-    provider: str | None = None,
-    key: str = "",
+    replay_key: tuple[str, str, float] | None = None,
     refuse_duplicates: bool = False,
 ):
     """Record verified events and answer 200 once committed; refuse a replayed request.
 
-    A signed request is a replay when its key (`provider`, `key`) was recorded
-    within the window; an unsigned one (`refuse_duplicates`) when every event
-    it carries was recorded before.
+    A signed request is a replay when its `replay_key` (provider, key, window in
+    seconds) was recorded before; an unsigned one (`refuse_duplicates`) when
+    every event it carries was recorded before.
     """
-    now = time.time()
-    if provider is not None and _replays(provider).seen(key, now):
-        raise EventRejected("this signed request was already received", 409)
-    summary = record_events(db.session, events)
+    now = utcnow()
+    if replay_key is not None:
+        _claim_key(*replay_key, now)
+    summary = record_events(db.session, events, now=now)
     db.session.commit()
-    if provider is not None:
-        _replays(provider).remember(key, now)
     if refuse_duplicates and summary.duplicates and not summary.inserted:
         return jsonify(error="already recorded, do not retry", **summary.as_dict()), 409
     return jsonify(status="recorded", **summary.as_dict()), 200
+
+
+def _claim_key(provider: str, key: str, window_seconds: float, now: dt.datetime) -> None:
+    """Keep the key for twice the window (a time that far ahead is accepted too)."""
+    claimed = replay_keys.claim(
+        db.session, source=provider, key=key, now=now, keep_seconds=2 * window_seconds
+    )
+    if not claimed:
+        raise EventRejected("this signed request was already received", 409)
 
 
 @bp.post("/ses")
@@ -154,8 +156,9 @@ def receive_resend():
         now_epoch_seconds=time.time(),
         tolerance_seconds=settings.webhook_tolerance_seconds,
     )
-    event = resend.parse_event(str(headers["id"]), body)
-    return _record([event], provider=resend.SOURCE, key=f"{headers['id']}.{headers['timestamp']}")
+    events = resend.parse_events(str(headers["id"]), body)
+    key = f"{headers['id']}.{headers['timestamp']}"
+    return _record(events, replay_key=(resend.SOURCE, key, settings.webhook_tolerance_seconds))
 
 
 @bp.post("/postmark")
@@ -181,16 +184,18 @@ def receive_postmark():
 def receive_mailgun():
     """Verify Mailgun's signature block, refuse a used token, and record the event."""
     settings = current_settings()
-    if not settings.mailgun_signing_key:
+    if not (settings.mailgun_signing_key or settings.mailgun_parent_signing_key):
         return _not_configured("CONSOLE_MAILGUN_SIGNING_KEY")
     data = mailgun.read_body(_body())
+    window = settings.mailgun_replay_seconds
     token = mailgun.verify(
         data,
         signing_key=settings.mailgun_signing_key,
+        parent_signing_key=settings.mailgun_parent_signing_key,
         now_epoch_seconds=time.time(),
-        tolerance_seconds=settings.webhook_tolerance_seconds,
+        tolerance_seconds=window,
     )
-    return _record([mailgun.parse_event(data)], provider=mailgun.SOURCE, key=token)
+    return _record([mailgun.parse_event(data)], replay_key=(mailgun.SOURCE, token, window))
 
 
 @bp.post("/sendgrid")
@@ -209,7 +214,9 @@ def receive_sendgrid():
         now_epoch_seconds=time.time(),
         tolerance_seconds=settings.webhook_tolerance_seconds,
     )
-    return _record(sendgrid.parse_batch(body), provider=sendgrid.SOURCE, key=str(signature))
+    window = settings.webhook_tolerance_seconds
+    key = str(signature)
+    return _record(sendgrid.parse_batch(body), replay_key=(sendgrid.SOURCE, key, window))
 
 
 @bp.errorhandler(EventRejected)

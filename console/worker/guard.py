@@ -8,8 +8,8 @@ obeys them and the console can show them:
   threshold opens the lane's breaker (compare-and-set: the first one wins);
   every worker reads the rows at each tick and claims nothing from a paused
   lane; when the pause is over exactly one worker takes the probe.
-* a completed run of 4yz from a domain moves that domain's due intents'
-  ``next_attempt_at`` forward, in one UPDATE every worker then sees.
+* a completed run of throttling signals from a domain moves that domain's due
+  intents' ``next_attempt_at`` forward, in one UPDATE every worker then sees.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from console.core.domain_backoff import (
     DomainRuns,
     recipient_domain,
 )
+from console.core.send_result import SendResult
+from console.core.throttle_signals import reply_of
 from console.ops import instruments
 from console.store import send_guards
 from console.store.state_tables import AlertState, DomainDeferral
@@ -168,12 +170,13 @@ class SendGuard:
         session.commit()
 
     def note_domain_outcome(
-        self, recipient: str, outcome: str, code: int | None, now: dt.datetime
+        self, recipient: str, outcome: str, result: SendResult, now: dt.datetime
     ) -> Deferral | None:
         """Count one outcome towards its domain's run (in memory, at once, before it is
-        recorded); return the deferral a completed run of 4yz makes. The rest of this
-        worker's batch for that domain then holds back (``deferral_of``)."""
-        deferral = self.domain_runs.record(recipient_domain(recipient), outcome, code, now)
+        recorded); return the deferral a completed run of throttling signals makes. The
+        rest of this worker's batch for that domain then holds back (``deferral_of``)."""
+        domain = recipient_domain(recipient)
+        deferral = self.domain_runs.record(domain, outcome, reply_of(result), now)
         if deferral is not None:
             self.deferred_until[deferral.domain] = deferral.until
         return deferral
@@ -207,7 +210,7 @@ class SendGuard:
             deferred = send_guards.defer_domain(session, deferral, code, now)
             instruments.DOMAIN_DEFERRALS.inc()
             log.warning(
-                "recipient domain deferred after a run of 4yz",
+                "recipient domain deferred after a run of throttling replies",
                 extra={"recipient_domain": deferral.domain, "count": deferred, "code": code},
             )
         session.commit()

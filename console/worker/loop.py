@@ -22,7 +22,6 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from console.config import Settings
-from console.core.blame import THROTTLING
 from console.core.classify import classify
 from console.core.lifecycle import Decision
 from console.core.send_result import SendResult
@@ -248,7 +247,9 @@ class Worker:
                     report_not_sent(critical.not_sent, report)
                 self._claim_next_ahead(len(leased), len(waiting), began)
                 until = self._refused_lanes.get(claim.intent.lane)
-                until = until or self._deferral_of(claim.intent.recipient)
+                if until is None and self._deferral_of(claim.intent.recipient) is not None:
+                    # the claim skips a deferred domain: back with its place in the queue
+                    until = claim.intent.next_attempt_at
                 if until is not None:
                     held_back.append((claim, until))
                 else:
@@ -302,11 +303,10 @@ class Worker:
                     claim.intent, claim.attempt_number, classification, now
                 )
         deferral = None
-        # a refused session or the account's rate (throttling) says nothing about the domain
-        about_domain = not classification.blames_session and classification.blamed != THROTTLING
-        if self.guard and result.stage != CLAIMED and about_domain:
+        # a refused session says nothing about the domain; the guard reads the reply itself
+        if self.guard and result.stage != CLAIMED and not classification.blames_session:
             recipient, outcome_name = claim.intent.recipient, classification.outcome
-            deferral = self.guard.note_domain_outcome(recipient, outcome_name, result.code, now)
+            deferral = self.guard.note_domain_outcome(recipient, outcome_name, result, now)
         self._crash_if("before_record")
         outcome = FinishedAttempt(claim, result, classification, decision, now, deferral)
         await self._writes.room()  # outcomes waiting for their record: two groups at most

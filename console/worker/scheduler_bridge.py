@@ -19,6 +19,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from console.config import Settings
 from console.worker import wakeup
 from console.worker.loop import Worker
+from console.worker.run_failures import RunFailures
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ class EmbeddedWorker:
         )
         self._woken = threading.Event()
         self._busy = threading.Event()
+        self._failures = RunFailures(log, "send loop run failed", worker.worker_id)
         self.runs = 0
 
     @property
@@ -70,10 +72,11 @@ class EmbeddedWorker:
                 self._woken.clear()
                 self.runs += 1
                 report = self.worker.run_once()
+                self._failures.succeeded()
                 if report.claimed < self.worker.settings.batch_size and not self._woken.is_set():
                     break
-        except Exception:  # noqa: BLE001 - logged; the next interval tries again
-            log.exception("send loop run failed", extra=dict(worker_id=self.worker.worker_id))
+        except Exception as error:  # noqa: BLE001 - logged; the next interval tries again
+            self._failures.failed(error)
         finally:
             self._busy.clear()
         if self._woken.is_set() and not self.worker.stopping:

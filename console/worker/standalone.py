@@ -15,11 +15,13 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from typing import NoReturn
 
 from console.config import Settings, load_settings
 from console.ops import logs
 from console.paths import instance_dir
 from console.worker.loop import Worker
+from console.worker.run_failures import RunFailures
 from console.worker.tick import TickReport
 
 log = logging.getLogger("console.worker.loop")
@@ -36,15 +38,25 @@ def worker_settings() -> Settings:
 
 
 def main() -> None:
-    """``console worker``: a bad setting is one line naming it on stderr and exit status 1."""
+    """``console worker``: a bad setting is one line naming it on stderr and exit status 1;
+    a database unreachable, without or behind the schema, one line and exit status 2."""
     from console.config import ConfigError
+    from console.store.schema_check import DatabaseNotReady, check_database
 
     try:
         settings = worker_settings()
     except ConfigError as error:
-        print(f"Error: {error}", file=sys.stderr)
-        raise SystemExit(1) from None
+        _refuse(error, 1)
+    try:
+        check_database(settings.database_url)
+    except DatabaseNotReady as error:
+        _refuse(error, 2)
     run_worker(settings)
+
+
+def _refuse(error: Exception, status: int) -> NoReturn:
+    print(f"Error: {error}", file=sys.stderr)
+    raise SystemExit(status) from None
 
 
 def run_worker(settings: Settings) -> None:
@@ -116,12 +128,14 @@ def run_loop(
 
     `after_first` runs once the first tick is over (the first batch is out sooner).
     """
+    failures = RunFailures(log, "worker tick failed", worker.worker_id)
     while not worker.stopping:
         wake.clear()
         try:
             report = worker.run_once()
-        except Exception:  # noqa: BLE001 - e.g. the database restarting: try again next poll
-            log.exception("worker tick failed", extra=dict(worker_id=worker.worker_id))
+            failures.succeeded()
+        except Exception as error:  # noqa: BLE001 - e.g. the database restarting: try again
+            failures.failed(error)
             report = TickReport()
         if after_first is not None:
             after_first()

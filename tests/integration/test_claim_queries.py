@@ -240,8 +240,8 @@ def test_lease_gives_each_intent_a_fresh_token_and_one_claimed_attempt(session_f
     leased = lease_all(session, lock(session))
     session.commit()
 
-    assert [c.intent.id for c in leased] == [first, retried]
-    assert [c.attempt_number for c in leased] == [1, 3]
+    assert [c.intent.id for c in leased] == [retried, first]  # retries go first
+    assert [c.attempt_number for c in leased] == [3, 1]
     tokens = [c.lease_token for c in leased]
     assert len(set(tokens)) == 2 and all(len(token) >= 16 for token in tokens)
     lease_expires_at = T0 + seconds(LEASE_SECONDS)

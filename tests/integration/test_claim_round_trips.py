@@ -43,7 +43,8 @@ def test_a_claim_with_every_breaker_closed_is_one_transaction(session_factory, m
 
     assert ends == ["COMMIT"], "the breakers' read ends no transaction of its own"
     if engine.dialect.name == "postgresql":
-        # breakers, a lock per lane, suppressions, then the lease: intents and attempts
-        assert statements == ["SELECT"] * (1 + len(LANES) + 1) + ["WITH"]
+        # breakers, a lock per lane and kind (retries, first attempts), suppressions, then
+        # the lease: intents and attempts
+        assert statements == ["SELECT"] * (1 + 2 * len(LANES) + 1) + ["WITH"]
     else:  # SQLite: a statement for the intents, one for the attempts
         assert statements[0] == "SELECT" and statements[-2:] == ["UPDATE", "INSERT"]

@@ -1,4 +1,5 @@
-"""Per-domain back-off: a run of 4yz from one domain defers it, longer on each run."""
+"""Per-domain back-off: a run of throttling replies from one domain defers it, longer on
+each run; a message's own 4yz neither counts nor ends the run."""
 
 from __future__ import annotations
 
@@ -6,28 +7,45 @@ import datetime as dt
 
 import pytest
 
+from console.core.classify import enhanced_status_of
 from console.core.domain_backoff import (
     DomainBackoffPolicy,
     DomainRuns,
     is_domain_throttle,
     recipient_domain,
 )
+from console.core.send_result import SendResult
+from console.core.throttle_signals import Reply
+from console.vocabulary import ENVELOPE
 
 T0 = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.UTC)
 POLICY = DomainBackoffPolicy(run_length=3, base_seconds=60, cap_seconds=200)
 
 
-def feed(runs: DomainRuns, domain: str, *replies: tuple[str, int | None]):
-    return [runs.record(domain, outcome, code, T0) for outcome, code in replies]
+def reply(line: str | None) -> Reply | None:
+    """A reply line such as ``"451 4.7.1 Rate limited"`` as a refusal at RCPT; None stays."""
+    if line is None:
+        return None
+    code, _, text = line.partition(" ")
+    return Reply(int(code), enhanced_status_of(text), text, "RCPT")
 
 
-FOUR_XX = ("transient", 421)
+def feed(runs: DomainRuns, domain: str, *replies: tuple[str, str | None]):
+    return [runs.record(domain, outcome, reply(line), T0) for outcome, line in replies]
 
 
-def test_a_run_of_4yz_defers_the_domain():
+FOUR_XX = ("transient", "421 4.7.0 try later")
+MAILBOX_FULL = ("transient", "452 4.2.2 Mailbox full")
+
+
+def test_a_run_of_throttling_replies_defers_the_domain():
     runs = DomainRuns(POLICY)
     first, second, third = feed(
-        runs, "example.net", FOUR_XX, ("transient", 450), ("transient", 451)
+        runs,
+        "example.net",
+        FOUR_XX,
+        ("transient", "450 4.7.1 Rate limited, slow down"),
+        ("transient", "451 Too many connections"),
     )
     assert first is None and second is None
     assert third.domain == "example.net" and third.until == T0 + dt.timedelta(seconds=60)
@@ -40,7 +58,7 @@ def test_each_further_run_doubles_the_deferral_up_to_the_cap():
     assert [(d.until - T0).total_seconds() for d in deferrals] == [60, 120, 200, 200]
 
 
-@pytest.mark.parametrize("reset", [("accepted", 250), ("permanent", 550)])
+@pytest.mark.parametrize("reset", [("accepted", "250 2.0.0 Ok"), ("permanent", "550 5.1.1")])
 def test_an_answer_from_the_domain_forgets_its_history(reset):
     runs = DomainRuns(POLICY)
     assert feed(runs, "example.net", *[FOUR_XX] * 3)[-1] is not None
@@ -54,7 +72,10 @@ def test_an_answer_from_the_domain_forgets_its_history(reset):
     [
         ("transient", None),  # connection refused, DNS failure: the relay, not the domain
         ("ambiguous", None),
-        ("transient", 503),  # an HTTP provider's outage, not a domain's throttling
+        ("transient", "503 Service Unavailable"),  # not a 4yz
+        MAILBOX_FULL,  # one message's trouble: neither counts nor ends the run
+        ("transient", "451 4.3.0 Temporary failure"),
+        ("transient", "451 4.7.1 Greylisted, please try again later"),
     ],
 )
 def test_failures_that_say_nothing_about_the_domain_do_not_count(reply):
@@ -89,8 +110,9 @@ def test_recipient_domain(address, domain):
 
 
 def test_is_domain_throttle():
-    assert is_domain_throttle("transient", 452)
-    assert not is_domain_throttle("permanent", 550)
+    assert is_domain_throttle("transient", reply("452 Too many recipients this hour"))
+    assert not is_domain_throttle("transient", reply("452 4.3.1 Insufficient system storage"))
+    assert not is_domain_throttle("permanent", reply("421 4.7.0 try later"))
     assert not is_domain_throttle("transient", None)
 
 
@@ -127,7 +149,8 @@ def test_a_run_of_4yz_defers_the_domains_due_intents_in_the_database(session_fac
 
         guard = SendGuard(GuardPolicy(domains=POLICY), "w1")
         for _ in range(3):
-            deferral = guard.note_domain_outcome("z@example.net", "transient", 421, now)
+            refusal = SendResult(stage=ENVELOPE, code=421, reply_text="4.7.0 try later")
+            deferral = guard.note_domain_outcome("z@example.net", "transient", refusal, now)
             guard.after_outcome(
                 session,
                 lane="critical",
@@ -159,7 +182,7 @@ def test_the_worker_defers_a_throttling_domain_and_keeps_sending_to_others(
 
     throttled = [f"{name}@throttle.example" for name in "abcdef"]
     others = ["g@other.example", "h@other.example"]
-    script = {address: ["451", "250"] for address in throttled[:3]}
+    script = {address: ["451 4.7.1 Rate limited", "250"] for address in throttled[:3]}
     with ScriptedSMTPServer(script=script) as server, session_factory() as session:
         for address in throttled + others:
             enqueue(session, key=address, to=address, template="login-code", params={"code": "1"})

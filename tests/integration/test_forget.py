@@ -8,8 +8,11 @@ still stops mail to it. On SQLite and PostgreSQL.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
+import re
 import subprocess
+from urllib.parse import quote, quote_plus
 
 import pytest
 from sqlalchemy import inspect, select, text, update
@@ -19,6 +22,7 @@ from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppressi
 from console.outbox import enqueue
 from console.store import erasure, suppression_lookup
 from console.store.actions import ActionRefused
+from console.store.state_tables import IntentHold, LoginFailureCount
 from console.vocabulary import CANCELLED, FAILED, PENDING, SUBMITTED, SUPPRESSED
 from tests.conftest import TEST_SECRET_KEY
 from tests.support.commands import CONSOLE_BIN
@@ -29,8 +33,22 @@ TOKEN = address_hash(TEST_SECRET_KEY, ADDRESS)
 NOW = utcnow()
 
 
+def written_forms(address: str) -> set[str]:
+    """`address` as text may hold it: plain, URL-encoded, JSON-escaped (lower-cased)."""
+    plain = address.lower()
+    escaped = json.dumps(plain)[1:-1]  # non-ASCII as \\uXXXX
+    return {
+        plain,
+        plain.replace("@", "%40"),
+        quote(plain, safe=""),
+        quote_plus(plain),
+        escaped,
+        escaped.replace("@", "\\u0040"),
+    }
+
+
 def places_holding(engine, needle: str) -> list[str]:
-    """Every table.column whose text, in any letter case, contains `needle`."""
+    """Every table.column whose text, in any letter case, holds `needle` in any written form."""
     found = []
     inspector = inspect(engine)
     with engine.connect() as connection:
@@ -39,10 +57,26 @@ def places_holding(engine, needle: str) -> list[str]:
                 name = column["name"]
                 query = text(
                     f'SELECT count(*) FROM "{table}" '
-                    f'WHERE lower(CAST("{name}" AS TEXT)) LIKE :pattern'
+                    f"WHERE lower(CAST(\"{name}\" AS TEXT)) LIKE :pattern ESCAPE '!'"
                 )
-                if connection.execute(query, {"pattern": f"%{needle.lower()}%"}).scalar_one():
-                    found.append(f"{table}.{name}")
+                for form in written_forms(needle):
+                    pattern = "%" + re.sub(r"([!%_])", r"!\1", form) + "%"
+                    if connection.execute(query, {"pattern": pattern}).scalar_one():
+                        found.append(f"{table}.{name}")
+                        break
+    return found
+
+
+def files_holding(engine, needle: str) -> list[str]:
+    """The files of a SQLite database (main, -wal) whose bytes hold `needle` in any form."""
+    path = engine.url.database
+    found = []
+    for file in (path, f"{path}-wal"):
+        if os.path.exists(file):
+            with open(file, "rb") as handle:
+                data = handle.read().lower()
+            if any(form.encode() in data for form in written_forms(needle)):
+                found.append(os.path.basename(file))
     return found
 
 
@@ -99,6 +133,35 @@ def store_everything_about_the_address(session_factory) -> dict[str, int]:
     return dict(pending=pending.id, other=other.id, unrelated=unrelated.id, waiting=waiting.id)
 
 
+def store_the_address_in_other_forms(session_factory) -> None:
+    """The address URL-encoded, JSON-escaped and typed at the login form, where others wrote it."""
+    encoded, plus = quote(TYPED, safe=""), quote_plus(TYPED)
+    with session_factory() as session:
+        add_intent(session, "dora@example.com", SUBMITTED, "case:4",
+                   unsubscribe=f"https://shop.example/u?email={encoded.lower()}")  # fmt: skip
+        session.add_all(
+            [
+                AuditEntry(actor="ops", action="export", target=f"csv of q={encoded}",
+                           details={"query": f"q={plus}&status=failed"}, created_at=NOW),
+                AuditEntry(actor="ops", action="search", target="json of q=bounced",
+                           reason=f"asked by {TYPED.replace('@', '%40')}", created_at=NOW),
+                IntentHold(kind="domain", value="mail.example.com", held_by="ops", held_at=NOW,
+                           reason=f"{TYPED} says their mailbox forwards to a spam trap"),
+                LoginFailureCount(username=ADDRESS, address="203.0.113.9", failures=3,
+                                  first_failure_at=NOW, last_failure_at=NOW),
+                LoginFailureCount(username="", address="203.0.113.9", failures=3,
+                                  first_failure_at=NOW, last_failure_at=NOW),
+            ]
+        )  # fmt: skip
+        session.commit()
+        escaped = json.dumps({"note": f"forwarded by {TYPED}"}).replace("@", "\\u0040")
+        session.execute(
+            text("UPDATE audit_entry SET details = :details WHERE action = 'search'"),
+            {"details": escaped},
+        )
+        session.commit()
+
+
 def test_an_erasure_leaves_the_address_in_no_column_of_any_table(engine, session_factory):
     ids = store_everything_about_the_address(session_factory)
     assert len(places_holding(engine, ADDRESS)) >= 8
@@ -135,6 +198,51 @@ def test_an_erasure_leaves_the_address_in_no_column_of_any_table(engine, session
         again = enqueue(session, key="login:12", to=ADDRESS, template="login-code",
                         params={"code": "1"})  # fmt: skip
         assert again.status == SUPPRESSED
+
+
+def test_an_erasure_finds_every_written_form_and_leaves_no_byte_behind(engine, session_factory):
+    ids = store_everything_about_the_address(session_factory)
+    store_the_address_in_other_forms(session_factory)
+    with session_factory() as session:  # the unsent mail quoting it is sent meanwhile
+        session.execute(update(Intent).where(Intent.id == ids["waiting"]).values(status=SUBMITTED))
+        session.commit()
+    assert {"audit_entry.target", "intent_hold.reason",
+            "login_failure_count.username"} <= set(places_holding(engine, ADDRESS))  # fmt: skip
+
+    with session_factory() as session:
+        report = erasure.forget(session, TYPED, actor="dpo", reason=f"request from {TYPED}",
+                                secret_key=TEST_SECRET_KEY, cancel=True)  # fmt: skip
+        session.commit()
+
+    assert report.params_scrubbed == 3 and report.audit_entries == 4
+    assert places_holding(engine, ADDRESS) == []
+    if engine.dialect.name == "sqlite":
+        assert files_holding(engine, ADDRESS) == [], "not even in free pages or the WAL"
+    with session_factory() as session:
+        targets = set(session.scalars(select(AuditEntry.target)))
+        assert f"csv of q={TOKEN}" in targets and "json of q=bounced" in targets
+        hold = session.scalars(select(IntentHold)).one()
+        assert hold.reason == f"{TOKEN} says their mailbox forwards to a spam trap"
+        throttled = session.execute(select(LoginFailureCount.username)).scalars().all()
+        assert throttled == [""], "the client address's own count stays"
+
+
+def test_a_non_ascii_address_is_found_where_json_escapes_it(engine, session_factory):
+    address = "zoë.erase@example.org"
+    with session_factory() as session:
+        add_intent(session, "ada@example.com", SUBMITTED, "case:5", reviewer=address)
+        session.add(AuditEntry(actor="ops", action="note", target="case 5", created_at=NOW,
+                               details={"reviewer": "Zoë.Erase@Example.ORG"}))  # fmt: skip
+        session.commit()
+    assert places_holding(engine, address) == ["audit_entry.details", "email_intent.params"]
+
+    with session_factory() as session:
+        report = erasure.forget(session, address, actor="dpo", reason="request 8",
+                                secret_key=TEST_SECRET_KEY)  # fmt: skip
+        session.commit()
+
+    assert (report.params_scrubbed, report.audit_entries) == (1, 1)
+    assert places_holding(engine, address) == []
 
 
 def test_unfinished_mail_refuses_the_erasure_and_changes_nothing(engine, session_factory):

@@ -109,6 +109,9 @@ def test_accepted_send_carries_identity_and_returns_the_provider_id(provider):
         "text": "Thanks",
         "html": "<p>Hi</p>",
         "headers": {"Message-ID": "<abc123@outbox.localhost>"},
+        "tags": [
+            {"name": "outbox_ref", "value": "1-5f736c50d715"}
+        ],  # intent 1, its Message-ID's check
     }
     assert outcome(result) == ACCEPTED and classify(result).outcome == ACCEPTED
 

@@ -8,10 +8,18 @@ from console.core.address_hash import address_hash
 from console.models import AuditEntry, Intent, Suppression, utcnow
 from console.web.extensions import db
 from tests.conftest import TEST_SECRET_KEY
-from tests.integration.test_forget import places_holding
+from tests.integration.test_forget import files_holding, places_holding
 
 ADDRESS = "erin@example.com"
 TOKEN = address_hash(TEST_SECRET_KEY, ADDRESS)
+
+
+def fail_a_login(app, username: str) -> None:
+    client = app.test_client()
+    with client.session_transaction() as flask_session:
+        flask_session["_csrf_token"] = "login-form-token"
+    form = {"username": username, "password": "wrong", "csrf_token": "login-form-token"}
+    assert client.post("/login", data=form).status_code != 302
 
 
 def post(client, path: str, **data):
@@ -63,6 +71,13 @@ def test_the_preview_shows_what_goes_and_the_confirmation_erases(app, console_cl
     assert 'id="erasure-form"' in page and f'value="{ADDRESS}"' in page
     assert 'id="erasure-form"' in admin.get("/erasure?new=1").text
 
+    export = admin.get("/intents/export.csv", query_string={"q": "Erin@Example.com"})
+    assert export.status_code == 200 and export.get_data()
+    fail_a_login(app, "Erin@Example.com")
+    with app.app_context():
+        held = set(places_holding(db.engine, ADDRESS))
+        assert {"audit_entry.target", "login_failure_count.username"} <= held
+
     done = post(admin, "/erasure", address=ADDRESS, reason="ticket 12", cancel="1")
     assert done.status_code == 303
     shown = admin.get(done.headers["Location"]).text
@@ -73,3 +88,5 @@ def test_the_preview_shows_what_goes_and_the_confirmation_erases(app, console_cl
         entry = db.session.scalars(select(AuditEntry).where(AuditEntry.action == "forget")).one()
         assert (entry.actor, entry.target, entry.reason) == ("dpo", TOKEN, "ticket 12")
         assert places_holding(db.engine, ADDRESS) == []
+        if db.engine.dialect.name == "sqlite":
+            assert files_holding(db.engine, ADDRESS) == []

@@ -12,7 +12,6 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from console.config import ConfigError, load_enqueue_settings
 from console.events import EventRejected, mailgun, postmark, resend, sendgrid
-from console.events.replay import ReplayGuard
 from tests.support.native_payloads import SENDGRID_VECTOR, SVIX_VECTOR
 
 
@@ -123,14 +122,6 @@ def test_postmark_credentials_are_compared_whole():
         header = "Basic " + base64.b64encode(given).decode()
         with pytest.raises(EventRejected):
             postmark.check_credentials(header, user="hook", password="secret")
-
-
-def test_replay_guard_forgets_after_its_window():
-    guard = ReplayGuard(window_seconds=60)
-    assert not guard.seen("a", 1000.0)
-    guard.remember("a", 1000.0)
-    assert guard.seen("a", 1059.0)
-    assert not guard.seen("a", 1061.0)
 
 
 def test_bad_native_keys_stop_the_console_at_start_up():
