@@ -29,8 +29,10 @@ def compose(
     mail_from: str,
     envelope_from: str,
     date: dt.datetime,
+    provider: str | None = None,
 ) -> OutgoingEmail | SendResult:
-    """Render the stored template and params, check the headers; a failure is a result."""
+    """Render the stored template and params, check the headers; a failure is a result.
+    With `provider`, the bytes carry the intent's reference in its metadata header."""
     intent = claim.intent
     problem = params_problem(intent.params)
     if problem is not None:
@@ -60,6 +62,8 @@ def compose(
                     message_id=intent.message_id,
                     parts=parts,
                     date=date,
+                    provider=provider,
+                    intent_id=intent.id,
                 )
             )
         return serialized[0]

@@ -337,6 +337,7 @@ class Worker:
             mail_from=self.settings.mail_from,
             envelope_from=self._envelope_from,
             date=self.clock(),
+            provider=self.settings.provider,
         )
 
     def _record_all(self, connection: Connection, finished: Finished):

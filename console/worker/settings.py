@@ -32,6 +32,7 @@ class WorkerSettings:
     record_group: int | None = None  # CONSOLE_RECORD_GROUP; None: see records_per_statement
     overrides: Overrides = Overrides()
     suppress_refused_mailboxes: bool = True
+    provider: str | None = None  # CONSOLE_PROVIDER: its metadata header names the intent
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerSettings:
@@ -47,6 +48,7 @@ class WorkerSettings:
             record_group=settings.record_group,
             overrides=parse_overrides(settings.classify_overrides),
             suppress_refused_mailboxes=settings.suppress_refused_mailboxes,
+            provider=settings.provider,
         )
 
     @property

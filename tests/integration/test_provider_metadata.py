@@ -9,10 +9,13 @@ the SHA-256 of its Message-ID) rather than taken from the product.
 
 from __future__ import annotations
 
+import email
 import hashlib
+import json
 
 import pytest
 
+from console.transports.smtp import SmtpTransport
 from console.vocabulary import AMBIGUOUS, SUBMITTED
 from tests.support import native_payloads as payloads
 from tests.support.event_checks import all_events, load_intent, make_intent, post_sns
@@ -23,7 +26,9 @@ from tests.support.native_signers import (
     resend_request,
     sendgrid_request,
 )
+from tests.support.orders import enqueue_orders
 from tests.support.provider_fixtures import dispose, make_events_app
+from tests.support.smtp_server import ScriptedSMTPServer
 
 TO = "ada@example.com"
 
@@ -145,3 +150,51 @@ def test_a_reference_of_another_database_settles_nothing(client, session_factory
     assert load_intent(session_factory, intent_id).status == AMBIGUOUS
     [event] = all_events(session_factory)
     assert event.intent_id is None and event.unmatched_reason
+
+
+# --- over SMTP: the worker writes the reference in the provider's header ---
+
+
+def reference_in_header(provider: str, message: email.message.Message) -> str:
+    """The reference as each provider reads its metadata header (its documented format)."""
+    if provider == "postmark":  # X-PM-Metadata-<key>: value
+        return message["X-PM-Metadata-outbox_ref"]
+    if provider == "mailgun":  # X-Mailgun-Variables: a JSON object
+        return json.loads(message["X-Mailgun-Variables"])["outbox_ref"]
+    if provider == "sendgrid":  # X-SMTPAPI: {"unique_args": {...}}
+        return json.loads(message["X-SMTPAPI"])["unique_args"]["outbox_ref"]
+    return dict(  # X-SES-MESSAGE-TAGS: name=value, name=value
+        tag.strip().split("=", 1) for tag in message["X-SES-MESSAGE-TAGS"].split(",")
+    )["outbox_ref"]
+
+
+@pytest.mark.parametrize("provider", ["postmark", "mailgun", "sendgrid", "ses"])
+def test_a_send_over_smtp_whose_reply_is_lost_is_settled_through_its_header(
+    client, session_factory, make_worker, provider
+):
+    [intent_id] = enqueue_orders(session_factory, [TO])
+    with ScriptedSMTPServer() as server:
+        server.script.set(TO, ["hangup"])  # the body arrives, the reply never comes
+        transport = SmtpTransport(server.url, timeout_seconds=2.0)
+        make_worker(transport, provider=provider).run_once()
+        [received] = server.received
+    assert load_intent(session_factory, intent_id).status == AMBIGUOUS
+    message = email.message_from_bytes(received.content)
+    ref = reference_in_header(provider, message)
+    assert ref == reference(intent_id, load_intent(session_factory, intent_id).message_id)
+
+    assert deliver(client, provider, ref)["matched"] == 1
+    assert load_intent(session_factory, intent_id).status == SUBMITTED
+
+
+def test_without_a_provider_no_metadata_header_is_written(session_factory, make_worker):
+    enqueue_orders(session_factory, [TO])
+    with ScriptedSMTPServer() as server:
+        make_worker(SmtpTransport(server.url, timeout_seconds=2.0)).run_once()
+        [received] = server.received
+    headers = email.message_from_bytes(received.content).keys()
+    assert not [
+        name
+        for name in headers
+        if name.upper().startswith(("X-PM-", "X-MAILGUN", "X-SMTPAPI", "X-SES"))
+    ]

@@ -69,6 +69,7 @@ def build_worker(
     concurrency: int = 1,
     guard_policy: GuardPolicy | None = None,
     suppress_refused_mailboxes: bool = True,
+    provider: str | None = None,
     **worker_options,
 ) -> Worker:
     """Return a worker on `transport`; the caller closes it.
@@ -84,6 +85,7 @@ def build_worker(
         lease_seconds=lease_seconds,
         concurrency=concurrency,
         suppress_refused_mailboxes=suppress_refused_mailboxes,
+        provider=provider,
     )
     draw = random if callable(random) else lambda: random
     return Worker(
