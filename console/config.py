@@ -69,9 +69,14 @@ class Settings:
     cookie_secure: bool = False
     classify_overrides: str | None = None
     transport: str = "smtp"
-    http_provider_url: str = "https://api.resend.com"
+    http_provider_url: str | None = None  # None: the provider's public API
     http_provider_key: str | None = None
     http_idempotency_window_seconds: float = 86400.0
+    mailgun_domain: str | None = None  # the Mailgun sending domain (CONSOLE_TRANSPORT=http)
+    postmark_message_stream: str = "outbound"
+    ses_configuration_set: str | None = None
+    reconcile_seconds: float = 300.0  # how often ambiguous sends are looked up at the provider
+    reconcile_after_seconds: float = 1800.0  # "not found" this long after the attempt counts
     sns_topic_arns: tuple[str, ...] = ()
     webhook_secret: str | None = None
     webhook_tolerance_seconds: float = 300.0
@@ -151,6 +156,11 @@ _PARSERS = {
         "http_idempotency_window_seconds",
         values.positive_float,
     ),
+    "CONSOLE_MAILGUN_DOMAIN": ("mailgun_domain", values.domain),
+    "CONSOLE_POSTMARK_MESSAGE_STREAM": ("postmark_message_stream", values.string),
+    "CONSOLE_SES_CONFIGURATION_SET": ("ses_configuration_set", values.string),
+    "CONSOLE_RECONCILE_SECONDS": ("reconcile_seconds", values.positive_float),
+    "CONSOLE_RECONCILE_AFTER_SECONDS": ("reconcile_after_seconds", values.positive_float),
     "CONSOLE_SNS_TOPIC_ARNS": ("sns_topic_arns", values.comma_list),
     "CONSOLE_WEBHOOK_SECRET": ("webhook_secret", values.string),
     "CONSOLE_WEBHOOK_TOLERANCE_SECONDS": ("webhook_tolerance_seconds", values.positive_float),
@@ -229,9 +239,25 @@ def _checked(settings: Settings) -> Settings:
     """Refuse combinations of settings that are valid one by one but not together."""
     if settings.retry_floor_seconds > settings.retry_cap_seconds:
         raise ConfigError("CONSOLE_RETRY_FLOOR_SECONDS must not exceed CONSOLE_RETRY_CAP_SECONDS")
-    if settings.transport == "http" and not settings.http_provider_key:
-        raise ConfigError("CONSOLE_TRANSPORT=http needs CONSOLE_HTTP_PROVIDER_KEY")
+    if settings.transport == "http":
+        _check_http_provider(settings)
     return settings
+
+
+def _check_http_provider(settings: Settings) -> None:
+    """What the HTTP transport of CONSOLE_PROVIDER needs besides the key."""
+    from console.transports.ses import botocore_missing
+
+    if settings.provider == "ses":  # signed with the AWS SDK's own credentials
+        missing = botocore_missing()
+        if missing:
+            raise ConfigError(missing)
+    elif not settings.http_provider_key:
+        raise ConfigError("CONSOLE_TRANSPORT=http needs CONSOLE_HTTP_PROVIDER_KEY")
+    if settings.provider == "mailgun" and not settings.mailgun_domain:
+        raise ConfigError(
+            "CONSOLE_PROVIDER=mailgun over CONSOLE_TRANSPORT=http needs CONSOLE_MAILGUN_DOMAIN"
+        )
 
 
 def load_settings(

@@ -23,6 +23,8 @@ from console.core.blame import (
 )
 from console.core.classify_http import classify_http
 from console.core.outcomes import Classification
+from console.core.provider_replies import classify_provider
+from console.core.provider_tables import TABLES
 from console.core.send_result import SendResult, handed_over
 from console.vocabulary import ACCEPTED, AMBIGUOUS, CONNECTING, PERMANENT, TRANSIENT
 
@@ -94,6 +96,8 @@ def classify(result: SendResult, overrides: Overrides = Overrides()) -> Classifi
         if result.code == THROTTLING_HTTP_STATUS:  # transient, not the provider failing
             return dataclasses.replace(classification, blamed=THROTTLING)
         return classification
+    if result.protocol in TABLES:  # a native HTTP provider: its own table
+        return classify_provider(result, TABLES[result.protocol])
     return _classify_smtp(result, overrides)
 
 

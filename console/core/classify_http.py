@@ -1,6 +1,8 @@
 """HTTP provider responses to outcomes: the HTTP rows of DESIGN §5, with the idempotency window.
 
-- 2xx: accepted; the provider's message id is in the body.
+- 2xx: accepted; the provider's message id is in the body. A 2xx whose body is
+  not the provider's documented answer (``MALFORMED_ANSWER``) proves nothing:
+  it is an unknown outcome, like a 500.
 - 429, 502, 503, 504, or a failure before the request was sent: transient,
   honouring Retry-After.
 - 409 to a request whose idempotency key is honoured: transient (the first
@@ -25,6 +27,8 @@ TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
 PERMANENT_STATUSES = frozenset({400, 401, 403, 404, 422})
 ALERT_STATUSES = frozenset({401, 403})  # our key or account, not the recipient
 CONFLICT = 409  # e.g. Resend: a request with the same idempotency key is still in progress
+# error_type of an answer whose body is not what the provider documents (or too large)
+MALFORMED_ANSWER = "MalformedAnswer"
 _DETAIL_LIMIT = 200
 
 
@@ -60,21 +64,25 @@ def classify_http(
     if code is None or (code >= 500 and code not in TRANSIENT_STATUSES):
         summary = "no complete response" if code is None else "provider error"
         return _unknown(summary, result, retry_safe)
+    if 200 <= code < 300 and result.error_type == MALFORMED_ANSWER:
+        return _unknown(
+            "a success status without the provider's documented answer", result, retry_safe
+        )
     if 200 <= code < 300:
-        return Classification(ACCEPTED, _reason("accepted", result))
+        return Classification(ACCEPTED, reason_line("accepted", result))
     if code in TRANSIENT_STATUSES:
         return _transient("the provider asked to retry later", result)
     if code == CONFLICT and retry_safe:
         return _transient("the provider is still processing this idempotency key", result)
     if code in PERMANENT_STATUSES:
-        refused = _reason("the provider refused the request", result)
+        refused = reason_line("the provider refused the request", result)
         return Classification(PERMANENT, refused, alert=code in ALERT_STATUSES)
-    return Classification(PERMANENT, _reason("unexpected response", result), alert=True)
+    return Classification(PERMANENT, reason_line("unexpected response", result), alert=True)
 
 
 def _transient(summary: str, result: SendResult) -> Classification:
     return Classification(
-        TRANSIENT, _reason(summary, result), retry_after_seconds=result.retry_after_seconds
+        TRANSIENT, reason_line(summary, result), retry_after_seconds=result.retry_after_seconds
     )
 
 
@@ -82,10 +90,10 @@ def _unknown(summary: str, result: SendResult, retry_safe: bool) -> Classificati
     """The provider may have taken the message: retry only if it would deduplicate."""
     if retry_safe:
         return _transient(f"{summary}; a retry with the same idempotency key is safe", result)
-    return Classification(AMBIGUOUS, _reason(f"{summary}; the provider may have it", result))
+    return Classification(AMBIGUOUS, reason_line(f"{summary}; the provider may have it", result))
 
 
-def _reason(summary: str, result: SendResult) -> str:
+def reason_line(summary: str, result: SendResult) -> str:
     """One short line for the timeline: status, what it means, and the provider's words."""
     parts = [str(result.code)] if result.code is not None else []
     parts.append(f"{summary} at {result.stage}")

@@ -1,7 +1,9 @@
 """Background operations jobs of every ``console serve`` and ``console worker`` process.
 
 * alerts: evaluate the alert conditions every ``CONSOLE_ALERT_INTERVAL_SECONDS``;
-* retention: one pass a day (``console prune`` does the same by hand).
+* retention: one pass a day (``console prune`` does the same by hand);
+* reconcile: ask the provider about ambiguous sends every ``CONSOLE_RECONCILE_SECONDS``,
+  where it can answer (``console.ops.provider_asking``).
 
 They run on a scheduler of their own, so a long retention pass never delays the
 send loop. Several processes may run them at once: alert transitions are
@@ -18,7 +20,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import Engine
 
 from console.config import Settings
-from console.ops import alerts, retention
+from console.ops import alerts, provider_asking, retention
 from console.store.database import make_engine, make_session_factory
 
 log = logging.getLogger(__name__)
@@ -36,6 +38,7 @@ class OpsJobs:
         self.engine = engine or make_engine(settings.database_url)
         self.session_factory = make_session_factory(self.engine)
         self.scheduler = BackgroundScheduler(timezone=dt.UTC)
+        self.lookup: provider_asking.ProviderLookup | None = None  # set by start()
 
     def start(self, first_retention_delay_seconds: float | None = None) -> OpsJobs:
         now = dt.datetime.now(dt.UTC)
@@ -59,8 +62,32 @@ class OpsJobs:
             coalesce=True,
             next_run_time=now + dt.timedelta(seconds=first_retention_delay_seconds),
         )
+        self._add_reconcile_job(now)
         self.scheduler.start()
         return self
+
+    def _add_reconcile_job(self, now: dt.datetime) -> None:
+        self.lookup = provider_asking.lookup_for(self.settings)
+        if self.lookup is None:
+            return
+        self.scheduler.add_job(
+            self.reconcile_by_asking,
+            "interval",
+            seconds=self.settings.reconcile_seconds,
+            id="reconcile",
+            max_instances=1,
+            coalesce=True,
+            next_run_time=now + dt.timedelta(seconds=self.settings.reconcile_seconds),
+        )
+
+    def reconcile_by_asking(self) -> None:
+        from console.mail.catalog import catalog_for
+
+        try:
+            catalog = catalog_for(self.settings)
+            provider_asking.run(self.session_factory, self.settings, self.lookup, catalog)
+        except Exception:  # noqa: BLE001 - logged; the next interval tries again
+            log.exception("reconcile by asking failed", extra={"stage": "reconcile"})
 
     def check_alerts(self) -> None:
         try:
@@ -82,6 +109,8 @@ class OpsJobs:
 
     def shutdown(self) -> None:
         self.scheduler.shutdown(wait=True)
+        if self.lookup is not None:
+            self.lookup.close()
         if self._own_engine:
             self.engine.dispose()
 

@@ -1,0 +1,427 @@
+"""A real HTTP server on 127.0.0.1 playing the send APIs of Postmark, Mailgun, SendGrid and SES v2.
+
+Each provider answers at its own path, checks its own authentication, and
+answers with the shapes its documentation gives (each source is named beside
+the role). None of them deduplicates a retry: every accepted request is one
+more send. The next requests can be scripted to answer a documented error
+(a name in the role's ``errors``) or to misbehave: ``429`` (with
+``Retry-After``), ``500``, ``503``, ``accept-hang`` (take the message, never
+answer), ``accept-reset`` (take it, then hang up without an answer),
+``malformed`` (200 with an HTML body), ``huge`` (200 with a 1 MiB body) or
+``drop-hang`` (read the request, keep nothing, never answer: a message the
+provider never took).
+
+Postmark and Mailgun also answer their lookup APIs (Postmark's outbound message
+search, Mailgun's event log) from the messages they took; ``next_lookup``
+scripts those answers: ``500``, ``malformed`` or ``huge``.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import dataclasses
+import hmac
+import json
+import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs
+
+HANG_LIMIT_SECONDS = 5.0
+SES_REGION = "eu-west-1"
+SES_ACCESS_KEY, SES_SECRET_KEY = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+MAILGUN_DOMAIN = "mg.example.com"
+
+
+@dataclasses.dataclass(frozen=True)
+class Canned:
+    """One answer: status, headers and body."""
+
+    status: int
+    body: bytes = b""
+    headers: tuple[tuple[str, str], ...] = (("Content-Type", "application/json"),)
+
+
+def as_json(status: int, body: Any, *headers: tuple[str, str]) -> Canned:
+    return Canned(
+        status, json.dumps(body).encode(), (("Content-Type", "application/json"), *headers)
+    )
+
+
+@dataclasses.dataclass
+class Role:
+    """One provider: where it listens, whom it lets in, what it answers."""
+
+    name: str
+    path: re.Pattern[str]
+    authorised: Callable[[dict[str, str], str, bytes], bool]
+    refused: Canned  # the answer to a request without valid credentials
+    read: Callable[[dict[str, str], bytes], dict[str, Any]]  # the fields of a request
+    accepted: Callable[[dict[str, Any]], tuple[str, Canned]]  # a new send: its id, the answer
+    errors: dict[str, Canned]
+    throttled: Canned
+    sends: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    lookup_path: re.Pattern[str] | None = None
+    lookup: Callable[[dict[str, list[str]], list[dict[str, Any]]], Canned] | None = None
+
+
+# Postmark: https://postmarkapp.com/developer/api/email-api (send a single email: request
+# headers, body fields, example response) and .../api/overview#error-codes (ErrorCode list).
+def postmark_role(token: str) -> Role:
+    def accepted(fields: dict[str, Any]) -> tuple[str, Canned]:
+        message_id = str(uuid.uuid4())
+        return message_id, as_json(
+            200,
+            {
+                "To": fields.get("To"),
+                "SubmittedAt": "2014-02-17T07:25:01.4178645-05:00",
+                "MessageID": message_id,
+                "ErrorCode": 0,
+                "Message": "OK",
+            },
+        )
+
+    inactive = (
+        "You tried to send to recipient(s) that have been marked as inactive. Found inactive "
+        "addresses: ada@example.com. Inactive recipients are ones that have generated a hard "
+        "bounce, a spam complaint, or a manual suppression."
+    )
+    return Role(
+        name="postmark",
+        path=re.compile(r"^/email$"),
+        authorised=lambda headers, url, body: headers.get("x-postmark-server-token") == token,
+        refused=as_json(401, {"ErrorCode": 10, "Message": "Bad or missing API token"}),
+        read=lambda headers, body: json.loads(body),
+        accepted=accepted,
+        errors={
+            "inactive-recipient": as_json(422, {"ErrorCode": 406, "Message": inactive}),
+            "invalid-request": as_json(422, {"ErrorCode": 300, "Message": "Invalid 'To' address"}),
+            "out-of-credits": as_json(422, {"ErrorCode": 405, "Message": "Not allowed to send"}),
+        },
+        throttled=as_json(429, {"ErrorCode": 429, "Message": "Rate Limit Exceeded"}),
+        lookup_path=re.compile(r"^/messages/outbound$"),
+        lookup=postmark_search,
+    )
+
+
+# https://postmarkapp.com/developer/api/messages-api#outbound-message-search (query
+# parameters recipient, fromdate, metadata_<key>; the example response's fields)
+def postmark_search(query: dict[str, list[str]], sends: list[dict[str, Any]]) -> Canned:
+    if "count" not in query or "offset" not in query:
+        return as_json(422, {"ErrorCode": 300, "Message": "count and offset are required"})
+    wanted = {k[len("metadata_") :]: v[0] for k, v in query.items() if k.startswith("metadata_")}
+    recipient = query.get("recipient", [None])[0]
+    found = [
+        s
+        for s in sends
+        if (recipient is None or s["fields"].get("To") == recipient)
+        and all(s["fields"].get("Metadata", {}).get(k) == v for k, v in wanted.items())
+    ]
+    messages = [
+        {
+            "Tag": "",
+            "MessageID": s["id"],
+            "MessageStream": s["fields"].get("MessageStream"),
+            "To": [{"Email": s["fields"].get("To"), "Name": None}],
+            "Cc": [],
+            "Bcc": [],
+            "Recipients": [s["fields"].get("To")],
+            "ReceivedAt": "2024-05-20T10:00:00.0000000-04:00",
+            "From": s["fields"].get("From"),
+            "Subject": s["fields"].get("Subject"),
+            "Attachments": [],
+            "Status": "Sent",
+            "TrackOpens": False,
+            "TrackLinks": "None",
+            "Metadata": s["fields"].get("Metadata", {}),
+            "Sandboxed": False,
+        }
+        for s in found
+    ]
+    return as_json(200, {"TotalCount": len(messages), "Messages": messages})
+
+
+# Mailgun: https://documentation.mailgun.com/docs/mailgun/api-reference/send/mailgun/messages
+# (POST /v3/{domain}/messages, basic auth "api", form fields, "v:" variables, "h:" headers;
+# response {"id", "message"}) and .../quickstart-guide/responses (error statuses).
+def mailgun_role(api_key: str, domain: str = MAILGUN_DOMAIN) -> Role:
+    expected = "Basic " + base64.b64encode(f"api:{api_key}".encode()).decode()
+
+    def accepted(fields: dict[str, Any]) -> tuple[str, Canned]:
+        message_id = fields.get("h:Message-Id") or f"<{uuid.uuid4().hex}@{domain}>"
+        return message_id, as_json(200, {"id": message_id, "message": "Queued. Thank you."})
+
+    return Role(
+        name="mailgun",
+        path=re.compile(rf"^/v3/{re.escape(domain)}/messages$"),
+        authorised=lambda headers, url, body: headers.get("authorization") == expected,
+        refused=Canned(401, b"Forbidden", (("Content-Type", "text/plain"),)),
+        read=lambda headers, body: {
+            k: v[0] if len(v) == 1 else v for k, v in parse_qs(body.decode()).items()
+        },
+        accepted=accepted,
+        errors={
+            "bad-parameter": as_json(400, {"message": "'to' parameter is not a valid address"}),
+            "forbidden": as_json(403, {"message": "Domain mg.example.com is not allowed to send"}),
+        },
+        throttled=as_json(429, {"message": "Too many requests"}),
+        lookup_path=re.compile(rf"^/v3/{re.escape(domain)}/events$"),
+        lookup=mailgun_events,
+    )
+
+
+# https://documentation.mailgun.com/docs/mailgun/api-reference/send/mailgun/events (filter
+# by message-id; items are the event-data of the webhooks, with "paging")
+def mailgun_events(query: dict[str, list[str]], sends: list[dict[str, Any]]) -> Canned:
+    message_id = query.get("message-id", [""])[0]
+    items = [
+        {
+            "id": f"evt-{uuid.uuid5(uuid.NAMESPACE_URL, s['id']).hex[:22]}",
+            "event": "accepted",
+            "timestamp": time.time(),
+            "recipient": s["fields"].get("to"),
+            "method": "HTTP",
+            "flags": {"is-authenticated": True, "is-test-mode": False},
+            "message": {
+                "headers": {
+                    "message-id": s["id"].strip("<>"),
+                    "to": s["fields"].get("to"),
+                    "from": s["fields"].get("from"),
+                    "subject": s["fields"].get("subject"),
+                }
+            },
+            "user-variables": {"outbox_ref": s["fields"].get("v:outbox_ref")},
+        }
+        for s in sends
+        if s["id"].strip("<>") == message_id
+    ]
+    paging = {"next": "https://api.mailgun.net/v3/x/events/next", "previous": "p"}
+    return as_json(200, {"items": items, "paging": paging})
+
+
+# SendGrid: https://www.twilio.com/docs/sendgrid/api-reference/mail-send/mail-send (202 with
+# an empty body and X-Message-Id; errors as {"errors": [{"message", "field", "help"}]}).
+def sendgrid_role(api_key: str) -> Role:
+    def accepted(fields: dict[str, Any]) -> tuple[str, Canned]:
+        message_id = uuid.uuid4().hex[:22]
+        return message_id, Canned(202, b"", (("X-Message-Id", message_id),))
+
+    def errors(status: int, message: str, field: str | None) -> Canned:
+        return as_json(status, {"errors": [{"message": message, "field": field, "help": None}]})
+
+    unverified = "The from address does not match a verified Sender Identity."
+    return Role(
+        name="sendgrid",
+        path=re.compile(r"^/v3/mail/send$"),
+        authorised=lambda headers, url, body: headers.get("authorization") == f"Bearer {api_key}",
+        refused=errors(
+            401, "The provided authorization grant is invalid, expired, or revoked", None
+        ),
+        read=lambda headers, body: json.loads(body),
+        accepted=accepted,
+        errors={
+            "bad-request": errors(400, "The from object must be provided", "from.email"),
+            "unverified-sender": errors(403, unverified, "from"),
+            "too-large": errors(413, "The JSON payload you have included is too large", None),
+        },
+        throttled=errors(429, "too many requests", None),
+    )
+
+
+# SES v2: SendEmail of botocore's data/sesv2/2019-09-27/service-2.json (POST
+# /v2/email/outbound-emails, JSON in and out, {"MessageId"}; errors named in the
+# x-amzn-ErrorType header as botocore's RestJSONParser reads them), signed with SigV4.
+def ses_role(access_key: str = SES_ACCESS_KEY, secret_key: str = SES_SECRET_KEY) -> Role:
+    def accepted(fields: dict[str, Any]) -> tuple[str, Canned]:
+        message_id = f"0102018c{uuid.uuid4().hex}-000000"
+        return message_id, as_json(200, {"MessageId": message_id})
+
+    def error(status: int, kind: str, message: str) -> Canned:
+        return as_json(status, {"message": message}, ("x-amzn-ErrorType", f"{kind}:"))
+
+    rejected = (
+        "Email address is not verified. The following identities failed the check in "
+        "region EU-WEST-1: ada@example.com"
+    )
+    return Role(
+        name="ses",
+        path=re.compile(r"^/v2/email/outbound-emails$"),
+        authorised=lambda headers, url, body: sigv4_valid(
+            headers, url, body, access_key, secret_key, SES_REGION
+        ),
+        refused=error(403, "SignatureDoesNotMatch", "The request signature does not match"),
+        read=lambda headers, body: json.loads(body),
+        accepted=accepted,
+        errors={
+            "message-rejected": error(400, "MessageRejected", rejected),
+            "sending-paused": error(400, "SendingPausedException", "Sending is paused"),
+        },
+        throttled=error(429, "TooManyRequestsException", "Maximum sending rate exceeded."),
+    )
+
+
+_SIGV4 = re.compile(
+    r"AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/\d{8}/(?P<region>[^/]+)/ses/aws4_request, "
+    r"SignedHeaders=(?P<signed>[a-z0-9;-]+), Signature=(?P<signature>[0-9a-f]{64})"
+)
+
+
+def sigv4_valid(headers: dict[str, str], url: str, body: bytes, access_key, secret_key, region):
+    """Whether the request is signed by these credentials, recomputed with botocore's signer."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    match = _SIGV4.fullmatch(headers.get("authorization", ""))
+    if not match or (match["key"], match["region"]) != (access_key, region):
+        return False
+    signed = {name: headers.get(name, "") for name in match["signed"].split(";")}
+    request = AWSRequest(method="POST", url=url, data=body, headers=signed)
+    request.context["timestamp"] = headers.get("x-amz-date", "")
+    signer = SigV4Auth(Credentials(access_key, secret_key), "ses", region)
+    string_to_sign = signer.string_to_sign(request, signer.canonical_request(request))
+    expected = signer.signature(string_to_sign, request)
+    return hmac.compare_digest(expected, match["signature"])
+
+
+class ProviderApis(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, *roles: Role) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.roles = roles
+        self.script: collections.deque[str] = collections.deque()
+        self.lookup_script: collections.deque[str] = collections.deque()
+        self.lookups: list[str] = []  # the path and query of each lookup request
+        self.retry_after = "7"
+        self.requests: list[dict[str, Any]] = []
+        self.first_request_at: float | None = None  # when the first request line arrived
+        self.release = threading.Event()  # ends every hanging answer
+        self.lock = threading.Lock()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up on a scripted misbehaviour is expected here."""
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def role(self, name: str) -> Role:
+        return next(role for role in self.roles if role.name == name)
+
+    def next(self, *behaviours: str) -> None:
+        """Script the next requests (see the module's docstring)."""
+        self.script.extend(behaviours)
+
+    def next_lookup(self, *behaviours: str) -> None:
+        """Script the next lookup answers: 500, malformed, huge."""
+        self.lookup_script.extend(behaviours)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ProviderApis
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        return
+
+    def parse_request(self) -> bool:
+        with self.server.lock:
+            if self.server.first_request_at is None:
+                self.server.first_request_at = time.monotonic()
+        return super().parse_request()
+
+    def do_POST(self) -> None:  # noqa: N802 - the http.server naming
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        server = self.server
+        role = next((r for r in server.roles if r.path.match(self.path)), None)
+        with server.lock:
+            behaviour = server.script.popleft() if server.script else "ok"
+            server.requests.append(
+                {"role": role and role.name, "path": self.path, "headers": headers, "body": body}
+            )
+        if role is None:
+            return self._answer(as_json(404, {"message": "not found"}))
+        if not role.authorised(headers, f"{server.base_url}{self.path}", body):
+            return self._answer(role.refused)
+        self._play(role, behaviour, role.read(headers, body))
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server naming
+        server = self.server
+        path, _, query = self.path.partition("?")
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        role = next((r for r in server.roles if r.lookup_path and r.lookup_path.match(path)), None)
+        with server.lock:
+            behaviour = server.lookup_script.popleft() if server.lookup_script else "ok"
+            server.lookups.append(self.path)
+            sends = list(role.sends) if role else []
+        if role is None or role.lookup is None:
+            return self._answer(as_json(404, {"message": "not found"}))
+        if not role.authorised(headers, f"{server.base_url}{self.path}", b""):
+            return self._answer(role.refused)
+        if behaviour == "500":
+            return self._answer(as_json(500, {"message": "scripted 500"}))
+        if behaviour == "malformed":
+            return self._answer(as_json(200, {"Messages": "none", "items": 3}))
+        if behaviour == "huge":
+            return self._answer(Canned(200, b'{"pad": "' + b"x" * (1 << 20) + b'"}'))
+        self._answer(role.lookup(parse_qs(query), sends))
+
+    def _play(self, role: Role, behaviour: str, fields: dict[str, Any]) -> None:
+        if behaviour in role.errors:
+            return self._answer(role.errors[behaviour])
+        if behaviour == "429":
+            throttled = role.throttled
+            extra = (("Retry-After", self.server.retry_after),)
+            return self._answer(dataclasses.replace(throttled, headers=throttled.headers + extra))
+        if behaviour in ("500", "503"):
+            return self._answer(as_json(int(behaviour), {"message": f"scripted {behaviour}"}))
+        if behaviour == "malformed":
+            return self._answer(Canned(200, b"<html>oops</html>", (("Content-Type", "text/html"),)))
+        if behaviour == "huge":
+            return self._answer(Canned(200, b'{"pad": "' + b"x" * (1 << 20) + b'"}'))
+        if behaviour == "drop-hang":
+            self.server.release.wait(HANG_LIMIT_SECONDS)
+            return self._hang_up()
+        provider_id, answer = role.accepted(fields)
+        with self.server.lock:
+            role.sends.append({"id": provider_id, "fields": fields})
+        if behaviour == "accept-hang":
+            self.server.release.wait(HANG_LIMIT_SECONDS)
+            return self._hang_up()
+        if behaviour == "accept-reset":
+            return self._hang_up()
+        self._answer(answer)
+
+    def _hang_up(self) -> None:
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _answer(self, canned: Canned) -> None:
+        self.send_response(canned.status)
+        for name, value in canned.headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(canned.body)))
+        self.end_headers()
+        self.wfile.write(canned.body)
+
+
+def start_apis(*roles: Role) -> ProviderApis:
+    server = ProviderApis(*roles)
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
+    return server
+
+
+def stop_apis(server: ProviderApis) -> None:
+    server.release.set()
+    server.shutdown()
+    server.server_close()
