@@ -33,7 +33,7 @@ def change_password():
         db.session.commit()
     except UserError as exc:
         db.session.rollback()
-        return forms.refused(f"Not changed: {exc}.", "account.index")
+        return forms.refused(forms.refusal_words("Not changed", exc), "account.index")
     sessions.keep_after_change(session, generation)
     return forms.done("Your password is changed; your other sessions have ended.", "account.index")
 

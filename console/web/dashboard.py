@@ -16,6 +16,7 @@ from console.ops.send_budget_figures import budget_figures, quota_notices
 from console.store import (
     alert_states,
     dashboard_queries,
+    holds,
     search_filters,
     sender_rates,
     worker_panel,
@@ -23,10 +24,11 @@ from console.store import (
 from console.store.send_guards import active_deferrals, read_breakers
 from console.store.state_tables import AlertState
 from console.vocabulary import CLOSED, STATUSES
-from console.web import display
+from console.web import alert_words, display
 from console.web.auth import role_required
-from console.web.display import format_age, format_timestamp, plural
+from console.web.display import format_age, format_timestamp, plural, readable_text
 from console.web.extensions import current_settings, db
+from console.web.holds import hold_until_words, holds_in_force
 from console.worker.guard import domain_deferral_notices, lane_pause_notices
 
 bp = Blueprint("dashboard", __name__)
@@ -56,9 +58,11 @@ def dashboard_alerts(
     snapshot: dashboard_queries.Dashboard,
     stale_after_seconds: float,
     firing: Sequence[AlertState] = (),
+    figures: alert_words.Figures | None = None,
 ) -> list[Alert]:
     """The conditions an operator must look at: dead letters, ambiguity, a silent worker,
-    and the other alert conditions firing now (pending too long, breaker open, ...)."""
+    and the other alert conditions firing now (pending too long, breaker open, ...),
+    each said with the figures as they are now."""
     alerts = []
     if snapshot.dead:
         link = url_for("intents.search", status="dead")
@@ -74,9 +78,26 @@ def dashboard_alerts(
         if silent_seconds > stale_after_seconds:
             alerts.append(Alert(f"The worker has not ticked for {format_age(silent_seconds)}"))
     for state in firing:
-        if state.condition not in SHOWN_BY_COUNTS and state.summary:
-            alerts.append(Alert(f"{state.summary} (since {format_timestamp(state.fired_at)} UTC)"))
+        if state.condition in SHOWN_BY_COUNTS or not state.summary:
+            continue
+        line = alert_words.alert_line(state, figures)
+        if line:
+            alerts.append(Alert(f"{line} (since {format_timestamp(state.fired_at)})"))
     return alerts
+
+
+def hold_alerts(lines: Sequence[holds.HoldLine]) -> list[Alert]:
+    """One line per hold in force, at the top of the dashboard: what is held, how many wait."""
+    link = url_for("holds.index")
+    return [
+        Alert(
+            f"Held: {line.selector.describe()} since {format_timestamp(line.hold.held_at)} by "
+            f"{line.hold.held_by}, {hold_until_words(line.hold.until)}; "
+            f"{plural(line.waiting, 'pending intent')} {'waits' if line.waiting == 1 else 'wait'}",
+            link,
+        )
+        for line in lines
+    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,12 +161,15 @@ def index():
     firing = alert_states.load_firing_alerts(db.session)
     breakers, deferrals = read_breakers(db.session), active_deferrals(db.session, utcnow())
     budget = budget_figures(db.session, current_settings(), utcnow())
+    delivery = current_app.extensions[DELIVERY_EXTENSION].get(db.session, current_settings())
+    figures = alert_words.Figures(db.session, current_settings(), snapshot, delivery, utcnow())
     context = dict(
         snapshot=snapshot,
-        alerts=dashboard_alerts(snapshot, stale_after, firing)
-        + [Alert(notice) for notice in lane_pause_notices(breakers, firing)]
-        + [Alert(notice) for notice in domain_deferral_notices(deferrals)]
-        + [Alert(notice) for notice in quota_notices(budget)],
+        hold_alerts=hold_alerts(holds_in_force()),
+        alerts=dashboard_alerts(snapshot, stale_after, firing, figures)
+        + [Alert(readable_text(notice)) for notice in lane_pause_notices(breakers, firing)]
+        + [Alert(readable_text(notice)) for notice in domain_deferral_notices(deferrals)]
+        + [Alert(readable_text(notice)) for notice in quota_notices(budget)],
         send_budget=budget,
         workers=worker_panel.recent_workers(db.session),
         worker_stale_after=dt.timedelta(seconds=stale_after),
@@ -166,7 +190,7 @@ def index():
         rate_kinds={sender_rates.BOUNCE: "permanent bounces", sender_rates.COMPLAINT: "complaints"},
         rates_over_limit=any(rate.over_limit for rate in snapshot.sender_rates.values()),
         rates_max_age_seconds=rates.max_age_seconds,
-        delivery=current_app.extensions[DELIVERY_EXTENSION].get(db.session, current_settings()),
+        delivery=delivery,
         delivery_max_age_seconds=current_app.extensions[DELIVERY_EXTENSION].max_age_seconds,
         refresh_seconds=current_app.config.get("DASHBOARD_REFRESH_SECONDS", REFRESH_SECONDS),
     )

@@ -5,24 +5,37 @@ from __future__ import annotations
 import datetime as dt
 
 from flask import Flask
+from markupsafe import Markup, escape
 
 from console.core.plurals import noun_for, plural  # the views import them from here too
+from console.core.readable import (
+    format_age,
+    format_time,
+    join_sentences,
+    readable_text,
+    sentence,
+)
+from console.core.readable import format_relative as _relative
 from console.models import utcnow
 
-
-def format_age(seconds: float | None) -> str:
-    """Say a duration the way people read it: "45 s", "12 min", "3 h 5 min", "2 d 4 h"."""
-    if seconds is None:
-        return "–"
-    seconds = int(max(0, seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
-    if seconds < 3600:
-        return f"{minutes} min"
-    if seconds < 86400:
-        return f"{hours} h {minutes % 60} min" if minutes % 60 else f"{hours} h"
-    return f"{days} d {hours % 24} h" if hours % 24 else f"{days} d"
+__all__ = [
+    "breakable",
+    "format_age",
+    "format_basis_points",
+    "format_percent",
+    "format_relative",
+    "format_time",
+    "format_timestamp",
+    "join_sentences",
+    "noun_for",
+    "plural",
+    "readable_text",
+    "sentence",
+    "timestamp_markup",
+]
+# where a long address, key or id may wrap: after these characters
+_WRAP_AFTER = frozenset("@:/")
+LONGEST_UNBROKEN = 32  # a longer part may wrap anywhere rather than widen its table
 
 
 def format_percent(fraction: float | None) -> str:
@@ -35,29 +48,52 @@ def format_basis_points(basis_points: int) -> str:
     return f"{basis_points / 100:g} %"
 
 
-def format_timestamp(value: dt.datetime | None) -> str:
-    """Show a UTC timestamp to the second, e.g. "2026-11-29 09:12:02"."""
-    if value is None:
-        return "–"
-    return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+def format_timestamp(value: dt.datetime | None, seconds: bool = False) -> str:
+    """Show a moment as "2026-11-29 09:12 UTC" (with `seconds`, "09:12:02 UTC")."""
+    return format_time(value, seconds=seconds)
+
+
+def timestamp_markup(value: dt.datetime | None, seconds: bool = False) -> Markup:
+    """A moment for a page: it may wrap between its date and its time, never inside either."""
+    date, _, time = format_time(value, seconds=seconds).partition(" ")
+    if not time:
+        return Markup('<span class="nb">{}</span>').format(date)
+    return Markup('<span class="nb">{}</span> <span class="nb">{}</span>').format(date, time)
 
 
 def format_relative(when: dt.datetime | None, now: dt.datetime | None = None) -> str:
     """Say how far a moment is from now: "in 4 min", "12 s ago", "now"."""
-    if when is None:
-        return "–"
-    seconds = (when - (now or utcnow())).total_seconds()
-    if abs(seconds) < 1:
-        return "now"
-    return f"in {format_age(seconds)}" if seconds > 0 else f"{format_age(-seconds)} ago"
+    return _relative(when, now or utcnow())
+
+
+def breakable(value: object) -> Markup:
+    """`value` escaped, with a wrap opportunity after each "@", ":" and "/", so a long
+    address or key wraps between its parts, not inside one."""
+    text = "" if value is None else str(value)
+    parts, start = [], 0
+    for position, char in enumerate(text, 1):
+        if char in _WRAP_AFTER or position == len(text):
+            parts.append(text[start:position])
+            start = position
+    return Markup("<wbr>").join(_kept_whole(part) for part in parts)
+
+
+def _kept_whole(part: str) -> Markup:
+    """One part of an address or key, on one line unless it is too long for any column."""
+    if len(part) > LONGEST_UNBROKEN:
+        return escape(part)
+    return Markup('<span class="nb">{}</span>').format(part)
 
 
 def init_app(app: Flask) -> None:
     """Register the display filters every page uses."""
     app.add_template_filter(format_age, "age")
-    app.add_template_filter(format_timestamp, "ts")
+    app.add_template_filter(timestamp_markup, "ts")
     app.add_template_filter(format_percent, "percent")
     app.add_template_filter(format_basis_points, "basis_points")
     app.add_template_filter(format_relative, "relative")
+    app.add_template_filter(readable_text, "readable")
+    app.add_template_filter(breakable, "breakable")
+    app.add_template_filter(sentence, "sentence")
     app.add_template_filter(plural, "plural")
     app.add_template_filter(noun_for, "noun")

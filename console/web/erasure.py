@@ -14,10 +14,12 @@ from __future__ import annotations
 from flask import Blueprint, Flask, current_app, render_template, request, session
 from flask_login import current_user
 
-from console.store import actions, erasure
+from console.store import actions, erasure, suppressions
+from console.store.suppression_lookup import is_suppressed
 from console.vocabulary import ADMIN
 from console.web import forms
 from console.web.auth import role_required
+from console.web.display import join_sentences
 from console.web.extensions import db
 
 bp = Blueprint("erasure", __name__, url_prefix="/erasure")
@@ -33,6 +35,7 @@ def _form() -> dict[str, object]:
         address=request.form.get("address", "").strip()[:320],
         reason=request.form.get("reason", "").strip()[: actions.MAX_REASON_LENGTH],
         cancel=request.form.get("cancel") == "1",
+        suppress=request.form.get("suppress") == "1",
     )
 
 
@@ -48,7 +51,7 @@ def index():
         try:
             plan = erasure.preview(db.session, str(form["address"]), secret_key=_secret_key())
         except actions.ActionRefused as exc:
-            error = f"No preview: {exc}."
+            error = forms.refusal_words("No preview", exc)
         finally:
             db.session.rollback()
     return render_template("erasure/index.html", form=form, plan=plan, error=error)
@@ -64,7 +67,7 @@ def preview():
         erasure.preview(db.session, str(form["address"]), secret_key=_secret_key())
     except actions.ActionRefused as exc:
         session[_TYPED] = {**form, "previewed": False}
-        return forms.refused(f"No preview: {exc}.", "erasure.index")
+        return forms.refused(forms.refusal_words("No preview", exc), "erasure.index")
     finally:
         db.session.rollback()
     session[_TYPED] = {**form, "previewed": True}
@@ -76,6 +79,8 @@ def preview():
 def forget():
     form = _form()
     try:
+        if form["suppress"]:
+            _suppress_first(str(form["address"]), str(form["reason"]))
         report = erasure.forget(
             db.session,
             str(form["address"]),
@@ -91,7 +96,15 @@ def forget():
             exc, "Not erased", lambda error: _stale(form, error), "erasure.index"
         )
     session.pop(_TYPED, None)
-    return forms.done(erasure.summary(report), "erasure.index")
+    first, *rest = erasure.summary(report).splitlines()
+    return forms.done(join_sentences(f"The erasure {first}", *rest), "erasure.index")
+
+
+def _suppress_first(address: str, reason: str) -> None:
+    """Suppress the address in the erasure's transaction: the erasure keeps it as the hash."""
+    if not is_suppressed(db.session, suppressions.normalized_address(address)):
+        suppressions.add_suppression(db.session, address, actor=current_user.username,
+                                     reason=reason)  # fmt: skip
 
 
 def _stale(form: dict[str, object], error: str):

@@ -8,6 +8,7 @@ from console.core.whole_numbers import whole_number
 from console.store import event_feed
 from console.store import event_pages as event_store
 from console.vocabulary import OPERATOR, VIEWER
+from console.web import forms
 from console.web.auth import has_role, role_required
 from console.web.extensions import db
 
@@ -33,7 +34,7 @@ def _render_feed(args):
     try:
         filters = event_feed.EventFilters.from_args(args)
     except event_feed.InvalidEventFilter as exc:
-        error = f"Filter not applied: {exc}."
+        error = forms.refusal_words("Filter not applied", exc)
         filters = event_feed.EventFilters()
     before = whole_number(args.get("before"))  # not a number: the first page
     page = event_feed.events_page(db.session, filters, before=before)

@@ -18,6 +18,7 @@ from console.store import intent_export, search_filters
 from console.store.audit import audit_values, write_audit
 from console.store.database import make_session_factory
 from console.vocabulary import OPERATOR, VIEWER
+from console.web import forms
 from console.web.auth import has_role, role_required
 from console.web.extensions import db
 
@@ -47,7 +48,7 @@ def _export(export_format: str) -> Response:
     try:
         filters = search_filters.SearchFilters.from_args(request.args)
     except search_filters.InvalidFilter as exc:
-        abort(400, description=f"Export not made: {exc}.")
+        abort(400, description=forms.refusal_words("Export not made", exc))
     with_content = has_role(OPERATOR)
     now = utcnow()
     described = urlencode(filters.as_args()) or "everything"

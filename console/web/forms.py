@@ -13,6 +13,7 @@ from __future__ import annotations
 from flask import flash as _flash
 from flask import g, redirect, url_for
 
+from console.core.readable import sentence
 from console.store.actions import StaleAction
 
 
@@ -38,6 +39,14 @@ def stands_for(endpoint: str, **values) -> None:
     g.get_url = url_for(endpoint, **values)
 
 
+def refusal_words(not_done: str, exc: Exception) -> str:
+    """One sentence: "Not removed: <why>.", or just the reason when it says nothing was done."""
+    why = str(exc).strip()
+    if "nothing was done" in why.lower() or why.lower().startswith(not_done.lower()):
+        return sentence(why)
+    return sentence(f"{not_done}: {why}")
+
+
 def stale_or_refused(exc: Exception, not_done: str, render_stale, endpoint: str, **values):
     """Answer a refused action: a stale one with its page and 409, any other with a 303.
 
@@ -45,5 +54,5 @@ def stale_or_refused(exc: Exception, not_done: str, render_stale, endpoint: str,
     """
     if isinstance(exc, StaleAction):
         stands_for(endpoint, **values)
-        return render_stale(f"{not_done}: {exc}.")
-    return refused(f"{not_done}: {exc}.", endpoint, **values)
+        return render_stale(refusal_words(not_done, exc))
+    return refused(refusal_words(not_done, exc), endpoint, **values)

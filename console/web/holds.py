@@ -11,6 +11,8 @@ import datetime as dt
 
 from flask import Blueprint, Flask, g, render_template, request
 from flask_login import current_user
+from markupsafe import Markup, escape
+from sqlalchemy.exc import SQLAlchemyError
 
 from console.mail.catalog import catalog_for
 from console.models import utcnow
@@ -21,7 +23,7 @@ from console.store.state_tables import HOLD_KINDS
 from console.vocabulary import LANES, OPERATOR, VIEWER
 from console.web import forms
 from console.web.auth import has_role, role_required
-from console.web.display import plural
+from console.web.display import format_time, plural, timestamp_markup
 from console.web.extensions import current_settings, db
 from console.worker import wakeup
 
@@ -33,6 +35,15 @@ def holds_in_force() -> list[holds.HoldLine]:
     if "holds_in_force" not in g:
         g.holds_in_force = holds.holds_in_force(db.session, utcnow())
     return g.holds_in_force
+
+
+def holds_shown_in_navigation() -> int:
+    """How many holds are in force, for the navigation; 0 when the database cannot say."""
+    try:
+        return len(holds_in_force())
+    except SQLAlchemyError:
+        db.session.rollback()
+        return 0
 
 
 def hold_on(kind: str, value: str) -> holds.HoldLine | None:
@@ -52,11 +63,30 @@ def holds_stopping(intent) -> list[holds.HoldLine]:
     )  # fmt: skip
 
 
+def hold_until_words(until: dt.datetime | None) -> str:
+    """How every page says when a hold ends: its end time, or that it has none."""
+    return f"until {format_time(until)}" if until else "no end: until released"
+
+
+def hold_until_markup(until: dt.datetime | None) -> Markup:
+    """`hold_until_words` for a page: the end time kept on one line."""
+    if until is None:
+        return Markup(escape(hold_until_words(None)))
+    return Markup("until ") + timestamp_markup(until)
+
+
+def until_placeholder(now: dt.datetime) -> str:
+    """An end time for the form's example: tomorrow 06:00 UTC, always in the future."""
+    tomorrow = (now + dt.timedelta(days=1)).date()
+    return f"{tomorrow.isoformat()} 06:00"
+
+
 def _render(status_code: int = 200, **extra):
     kind = request.values.get("kind", "")
     kind = kind if kind in HOLD_KINDS else "template"
     value = request.values.get("value", "").strip()[:255]
-    context = dict(kind=kind, value=value, kinds=HOLD_KINDS, lanes=LANES, selected=None)
+    context = dict(kind=kind, value=value, kinds=HOLD_KINDS, lanes=LANES, selected=None,
+                   until_example=until_placeholder(utcnow()))  # fmt: skip
     if value:
         context["selected"] = hold_on(kind, value)
     return render_template("holds/index.html", **{**context, **extra}), status_code
@@ -74,7 +104,8 @@ def _until(raw: str) -> dt.datetime | None:
     try:
         until = dt.datetime.fromisoformat(raw.strip())
     except ValueError:
-        raise ActionRefused(f"not a time: {raw!r} (expected e.g. 2026-12-01T06:00)") from None
+        example = until_placeholder(utcnow())
+        raise ActionRefused(f"not a time: {raw[:40]!r} (write it as {example}, in UTC)") from None
     return until if until.tzinfo else until.replace(tzinfo=dt.UTC)
 
 
@@ -127,10 +158,12 @@ def release(hold_id: int):
 
 def init_app(app: Flask) -> None:
     app.register_blueprint(bp)
+    app.add_template_filter(hold_until_markup, "hold_until")
 
     @app.context_processor
     def hold_helpers():
         return dict(
             holds_in_force=holds_in_force, hold_on=hold_on, holds_stopping=holds_stopping,
+            held_count=holds_shown_in_navigation,
             can_hold=lambda: has_role(OPERATOR),
         )  # fmt: skip

@@ -23,7 +23,14 @@ from console.store import (
 )
 from console.store.json_values import params_problem
 from console.vocabulary import LANES, OPERATOR, REQUEUEABLE_STATUSES, STATUSES, VIEWER
-from console.web import forms, next_step, security
+from console.web import (
+    forms,
+    intent_timeline,
+    intent_waits,
+    next_step,
+    search_hints,
+    security,
+)
 from console.web.auth import has_role, role_required
 from console.web.display import plural
 from console.web.extensions import current_settings, db
@@ -41,16 +48,23 @@ PREVIEW_TOKEN_MAX_AGE_SECONDS = 600.0
 @bp.get("")
 @role_required(VIEWER)
 def search():
-    error = None
+    error, respelled, closest = None, None, None
     try:
         filters = search_filters.SearchFilters.from_args(request.args)
         page = intent_search.search_intents(db.session, filters, after=request.args.get("after"))
+        if not page.rows and filters.q and not request.args.get("after"):
+            respelled, closest = search_hints.another_try(db.session, filters)
+            if respelled is not None:
+                filters, page = respelled.filters, respelled.page
     except search_filters.InvalidFilter as exc:
-        error = f"Search not run: {exc}."
+        error = forms.refusal_words("Search not run", exc)
         filters, page = search_filters.SearchFilters(), intent_search.SearchPage([], None)
     context = dict(
         filters=filters,
         page=page,
+        respelled=respelled,
+        closest=closest,
+        search_formats=search_hints.FORMATS,
         last_attempts=last_attempts([row.id for row in page.rows]),
         now=utcnow(),
         error=error,
@@ -75,17 +89,21 @@ def _detail_or_404(intent_id: int) -> timeline.IntentDetail:
 def _render_detail(intent_id: int, status_code: int = 200, **extra):
     detail = _detail_or_404(intent_id)
     intent = detail.intent
+    now, step = utcnow(), _next_step(intent)
     context = dict(
         detail=detail,
         intent=intent,
+        timeline=intent_timeline.timeline_now(detail),
+        waits=intent_waits.waits_for(db.session, intent, now),
         can_act=has_role(OPERATOR),
         requeueable=intent.status in REQUEUEABLE_STATUSES,
         suppression_warning=None,
         version=actions.version_of(intent),
         params_problem=params_problem(intent.params),
-        step=_next_step(intent),
+        step=step,
+        requeue_too_late=next_step.too_late_words(step) if step.too_late else None,
         settings_max_age=current_settings().max_age_seconds,
-        now=utcnow(),
+        now=now,
     )
     if context["can_act"] and context["requeueable"]:
         context["suppression_warning"] = intent_actions.suppression_warning(
@@ -229,6 +247,7 @@ def _action_arguments() -> dict[str, str | None]:
 def requeue(intent_id: int):
     cap = current_settings().max_attempts
     try:
+        _refuse_a_requeue_too_late(intent_id)
         more = intent_actions.more_attempts_from(request.form.get("more_attempts"), cap)
         result = intent_actions.requeue(
             db.session, intent_id, more_attempts=more, attempt_cap=cap, **_action_arguments()
@@ -237,6 +256,13 @@ def requeue(intent_id: int):
         return _refused(intent_id, exc)
     given = f", with {plural(more, 'more attempt')}" if more else ""
     return _finish_action(intent_id, result, f"Requeued: {result.before_status} → pending{given}.")
+
+
+def _refuse_a_requeue_too_late(intent_id: int) -> None:
+    """A requeue past the template's max age would only expire again: refuse it."""
+    step = _next_step(_detail_or_404(intent_id).intent)
+    if step.template_too_late:
+        raise actions.ActionRefused(next_step.too_late_words(step))
 
 
 @bp.post("/<int:intent_id>/dead-letter")

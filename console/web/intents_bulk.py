@@ -17,7 +17,7 @@ from console.vocabulary import OPERATOR
 from console.web import forms, intents, security
 from console.web.auth import role_required
 from console.web.display import plural
-from console.web.extensions import db
+from console.web.extensions import current_settings, db
 from console.worker import wakeup
 
 _BULK_DONE = {"requeue": "Requeued {}.", "dead_letter": "Dead-lettered {}."}
@@ -58,7 +58,9 @@ def _render_bulk(
     status_code: int = 200,
 ):
     """The preview page with a fresh one-use confirmation, or the confirmation that used it."""
-    context = dict(action=action, filters=filters, confirmation=confirmation, error=error)
+    context = dict(action=action, filters=filters, confirmation=confirmation, error=error,
+                   retry_age_seconds=current_settings().max_age_seconds,
+                   max_attempts=current_settings().max_attempts)  # fmt: skip
     if request.method == "POST":  # a 409: the page stands for its GET address
         forms.stands_for(_preview_endpoint, **_preview_args(action, filters, preview_id))
     if confirmation is None:
@@ -92,7 +94,7 @@ def _preview_args(action: str, filters: search_filters.SearchFilters, preview_id
 def _refused(action, filters, preview_id: str | None, exc: actions.ActionRefused):
     """A refused confirmation (no reason, say): a 303 to its preview, saying why."""
     db.session.rollback()
-    message = f"Nothing was done: {exc}."
+    message = forms.refusal_words("Nothing was done", exc)
     return forms.refused(message, _preview_endpoint, **_preview_args(action, filters, preview_id))
 
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
+from console.core.readable import format_age, format_time
 from console.vocabulary import PENDING, REQUEUEABLE_STATUSES, SENDING
-from console.web.display import format_age
+
+APPLICATION_SET = "set by the application"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +39,12 @@ class NextStep:
     attempts_granted: int | None = None  # a requeue's "N more attempts": retried up to this
     attempts_remaining: int | None = None  # after such a requeue: attempts left, the next included
     capped: bool = False  # requeueable, and out of attempts or retry age: offer N more attempts
+    too_late: Deadline | None = None  # requeueable, but this deadline passed: it would expire
+
+    @property
+    def template_too_late(self) -> bool:
+        """A requeue would expire at once: the template's max age, not the application, says so."""
+        return self.too_late is not None and self.too_late.why != APPLICATION_SET
 
     @property
     def attempt_cap(self) -> int:
@@ -86,21 +94,23 @@ def next_step(
         at = created_at + dt.timedelta(seconds=template_max_age_seconds)
         deadlines.append(Deadline(at, f"{template} max age {format_age(template_max_age_seconds)}"))
     if expires_at is not None:
-        deadlines.append(Deadline(expires_at, "set by the application"))
+        deadlines.append(Deadline(expires_at, APPLICATION_SET))
     cap = max(max_attempts, attempts_granted or 0)
     past_age_cap = now >= retries_stop_at
-    requeue_attempts, capped = None, False
+    useful_until = min(deadlines, key=lambda deadline: deadline.at) if deadlines else None
+    requeue_attempts, capped, too_late = None, False, None
     if status in REQUEUEABLE_STATUSES:
         left = cap - attempt_count
         capped = left < 1 or past_age_cap
         requeue_attempts = 1 if capped else left
+        too_late = useful_until if useful_until and useful_until.at <= now else None
     return NextStep(
         status=status,
         attempts_made=attempt_count,
         max_attempts=max_attempts,
         next_attempt_at=next_attempt_at if status == PENDING else None,
         retries_stop_at=retries_stop_at,
-        useful_until=min(deadlines, key=lambda deadline: deadline.at) if deadlines else None,
+        useful_until=useful_until,
         expires_at=expires_at,
         requeue_attempts=requeue_attempts,
         attempts_granted=attempts_granted,
@@ -108,6 +118,7 @@ def next_step(
             status, attempt_count, attempts_granted, max_attempts, past_age_cap
         ),  # fmt: skip
         capped=capped,
+        too_late=too_late,
     )
 
 
@@ -120,3 +131,13 @@ def _granted_left(
     # past the age cap the grant alone counts; the next attempt is made in any case
     cap = granted if past_age_cap else max(max_attempts, granted)
     return max(cap - made, 0 if status == SENDING else 1)
+
+
+def too_late_words(step: NextStep) -> str:
+    """Why a requeue cannot send the intent any more (for a step with `too_late`)."""
+    deadline = step.too_late
+    return (
+        f"a requeue cannot send it: it was useful until {format_time(deadline.at)} "
+        f"({deadline.why}), so the worker would expire it again at once; "
+        "ask the application for a new one"
+    )

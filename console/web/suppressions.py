@@ -78,9 +78,8 @@ def remove(suppression_id: int):
         )
     except actions.ActionRefused as exc:
         return _refused(exc, "Not removed")
-    db.session.commit()
-    message = f"{recipient} is no longer suppressed."
-    return forms.done(message, "suppressions.removed", recipient=recipient)
+    db.session.commit()  # the page it leads to says so in its heading
+    return forms.redirect_to("suppressions.removed", recipient=recipient)
 
 
 @bp.get("/removed")
@@ -88,6 +87,8 @@ def remove(suppression_id: int):
 def removed():
     """What a removed suppression held back, with the form that requeues it."""
     recipient = request.args.get("recipient", "").strip()[:ADDRESS_LONGEST]
+    if not recipient:  # nothing to say about no address: the list
+        return forms.redirect_to("suppressions.index")
     still = bool(recipient) and is_suppressed(db.session, recipient)
     held_back = 0 if still else suppression_store.held_back_count(db.session, recipient)
     return render_template(

@@ -51,8 +51,8 @@ def create():
         kept = dict(username=username[:64], role=role if role in ROLES else None)
         if isinstance(exc, UsernameTaken):  # created meanwhile by another request: 409
             forms.stands_for("users.index", **kept)
-            return _render_list(409, error=f"Not created: {exc}.", **kept)
-        return forms.refused(f"Not created: {exc}.", "users.index", **kept)
+            return _render_list(409, error=forms.refusal_words("Not created", exc), **kept)
+        return forms.refused(forms.refusal_words("Not created", exc), "users.index", **kept)
     return forms.done(f"Created {user.role} {user.username}.", "users.index")
 
 

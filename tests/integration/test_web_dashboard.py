@@ -169,7 +169,7 @@ def test_other_firing_alert_conditions_join_the_banner(app, console_client, add_
     )  # fmt: skip
     page = console_client("viewer").get("/").text
     banner = page.split('class="alerts"')[1].split("</div>")[0]
-    assert f"bulk lane paused (since {fired_at:%Y-%m-%d %H:%M:%S} UTC)" in banner
+    assert f"Bulk lane paused (since {fired_at:%Y-%m-%d %H:%M} UTC)" in banner
     assert "1 dead letter" not in banner, "dead letters show with their count instead"
     assert "provider refused" not in banner, "cleared conditions are not shown"
 

@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from console.models import Attempt, Intent, utcnow
+from console.outbox import enqueue
 from console.web.extensions import db
 from tests.e2e.browser.test_console_browser import add_intent, log_in
 
@@ -95,3 +96,44 @@ def test_a_requeue_refuses_more_attempts_than_the_cap(live_console, console_page
     expect(page.locator("body")).to_contain_text("from 1 to 8")
     expect(page.locator("#intent-status")).to_have_text("dead")
     assert page.url.endswith(f"/intents/{intent_id}")
+
+
+def test_a_held_intent_says_it_waits_for_the_release(live_console, console_page):
+    page = console_page
+    intent_id = add_intent(live_console, "order-9304:confirmation", "pending", "order-9304")
+    log_in(page, live_console, "olga")
+    page.goto(live_console.url("/holds?kind=template&value=order-confirmation"))
+    page.fill("#place-hold input[name=reason]", "wrong prices")
+    page.click("#place-hold button")
+    expect(page.locator("#nav-holds")).to_contain_text("1")
+    page.goto(live_console.url(f"/intents/{intent_id}"))
+    expect(page.locator("#intent-held")).to_contain_text("no end: until released")
+    expect(page.locator("#next-due")).not_to_contain_text("waiting for a worker")
+    expect(page.locator("#next-waits")).to_contain_text(
+        "the release of template order-confirmation"
+    )
+    page.goto(live_console.url("/holds"))
+    page.fill("#hold-table input[name=reason]", "prices fixed")
+    page.click("#hold-table button")
+    page.goto(live_console.url(f"/intents/{intent_id}"))
+    expect(page.locator("#next-due")).to_contain_text("waiting for a worker")
+
+
+def test_an_expired_reset_is_not_offered_a_requeue(live_console, console_page):
+    page = console_page
+    with live_console.app.app_context():
+        params = {"name": "Ada", "reset_url": "https://shop.example.com/r"}
+        intent = enqueue(db.session, key="reset:9305", event="reset:9305", to="ada@example.com",
+                         template="password-reset", params=params)  # fmt: skip
+        db.session.flush()
+        db.session.query(Intent).filter_by(id=intent.id).update(
+            {"status": "expired", "created_at": utcnow() - dt.timedelta(hours=1)}
+        )
+        db.session.commit()
+        intent_id = intent.id
+    log_in(page, live_console, "olga")
+    page.goto(live_console.url(f"/intents/{intent_id}"))
+    expect(page.locator("#requeue-form")).to_have_count(0)
+    expect(page.locator("#requeue-too-late")).to_contain_text(
+        "password-reset max age 30 min), so the worker would expire it again at once"
+    )

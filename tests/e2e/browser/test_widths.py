@@ -1,0 +1,73 @@
+"""Every page in every state at a phone's, a laptop's and a wide screen's width: no page
+scrolls sideways, no id, status, lane, role or name breaks inside a word, and the words
+on screen hold no raw ISO time, bare second count, exception name or doubled punctuation."""
+
+from __future__ import annotations
+
+import pytest
+
+from console.web.extensions import db
+from tests.e2e.browser.test_console_browser import log_in
+from tests.support.console_states import add_every_state, page_problems, pages
+
+pytestmark = pytest.mark.browser
+
+# every word of a table cell, a status, a role or a navigation link that sits on two lines
+BROKEN_WORDS = """() => {
+  const broken = [];
+  const roots = document.querySelectorAll(
+    'main td, main th, .status, .token, .role, .topbar nav a, .whoami a');
+  for (const root of roots) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      // prose may wrap after a hyphen; what is kept on one line may not wrap at all
+      const kept = getComputedStyle(node.parentElement).whiteSpace === 'nowrap';
+      for (const match of node.textContent.matchAll(kept ? /\\S+/g : /[^\\s-]+-?/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const lines = new Set([...range.getClientRects()]
+          .filter((rect) => rect.width > 0).map((rect) => Math.round(rect.top)));
+        if (lines.size > 1) broken.push(match[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+# a table that scrolls in its own box: welcome on a phone, not on a laptop or wider
+SCROLLING_TABLES = """() => [...document.querySelectorAll('.table-wrap')]
+  .filter((box) => box.scrollWidth > box.clientWidth + 1)
+  .map((box) => box.querySelector('table').id || box.querySelector('table').className)"""
+RUNS = [("ada", 390), ("ada", 1366), ("ada", 1920), ("olga", 1366), ("vic", 390)]
+
+
+@pytest.fixture(scope="module")
+def states(live_console):
+    with live_console.app.app_context():
+        found = add_every_state(db.session)
+        db.session.commit()
+        return found
+
+
+@pytest.mark.parametrize(("username", "width"), RUNS)
+def test_every_page_fits_and_reads_cleanly(live_console, chromium, states, username, width):
+    context = chromium.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    found = {}
+    try:
+        log_in(page, live_console, username)
+        for path in pages(states):
+            page.goto(live_console.url(path))
+            problems = page_problems(page.inner_text("body"))
+            scroll_width = page.evaluate("document.documentElement.scrollWidth")
+            if scroll_width > width:
+                problems.append(f"{scroll_width} px wide")
+            problems += [f"broken word: {word}" for word in page.evaluate(BROKEN_WORDS)]
+            if width >= 1366:
+                problems += [f"table scrolls: {name}" for name in page.evaluate(SCROLLING_TABLES)]
+            if problems:
+                found[path] = problems
+    finally:
+        context.close()
+    assert found == {}
