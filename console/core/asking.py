@@ -8,6 +8,8 @@
   it again (same Message-ID, same key), ``hold`` keeps it for an operator with
   a note that the provider has no record of it;
 - the lookup itself failed: leave the intent as it was.
+
+Only some providers can be asked by our reference: ``ANSWERING`` names them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from console.vocabulary import RESEND
 
 FOUND, NOT_FOUND, FAILED = "found", "not_found", "failed"
 RECORD, WAIT, RESEND_NOW, HOLD_NOTED, LEAVE = "record", "wait", "resend", "hold_noted", "leave"
+# CONSOLE_PROVIDER → its name for people, for the providers whose API finds a message by
+# our reference (Resend's finds one only by its own id; SES has no such API)
+ANSWERING = {"postmark": "Postmark", "mailgun": "Mailgun", "sendgrid": "SendGrid"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,3 +50,8 @@ def after_asking(
     if seconds_since_attempt < horizon_seconds:
         return WAIT
     return RESEND_NOW if ambiguity_policy == RESEND else HOLD_NOTED
+
+
+def provider_that_answers(transport: str, provider: str | None) -> str | None:
+    """The name of the provider that can be asked about an ambiguous send, or None."""
+    return ANSWERING.get(provider or "") if transport == "http" else None

@@ -8,7 +8,9 @@ Conditions (each read with a small query on indexed columns):
   its target (``pending_age_target_seconds`` in the template's settings.toml, else
   the lane's default);
 * ``breaker_open:<lane>`` — the lane's circuit breaker holds sends back;
-* ``provider_auth`` — the provider answered 401/403 (HTTP) or 530/535 (SMTP).
+* ``provider_auth`` — the provider answered 401/403 (HTTP) or 530/535 (SMTP);
+* ``provider_lookup_failing:<provider>`` — the provider's lookup API keeps failing
+  (``console.ops.lookup_alerts``).
 
 Each condition has one row in ``alert_state``. Firing and clearing are
 compare-and-set updates, so when several processes evaluate at once exactly one
@@ -38,6 +40,7 @@ from console.models import utcnow
 from console.ops.delivery_figures import latency_conditions
 from console.ops.event_alerts import endpoint_conditions
 from console.ops.hold_figures import hold_reminders
+from console.ops.lookup_alerts import lookup_conditions
 from console.ops.relay_alerts import relay_conditions
 from console.ops.send_budget_figures import quota_conditions
 from console.outbox import enqueue
@@ -201,6 +204,7 @@ CHECKS = (
     endpoint_conditions,  # an SES topic unsubscribed, inbound mail at the events endpoint
     quota_conditions,  # the daily send quota stops bulk claiming
     hold_reminders,  # a hold set for a day or more, once a day
+    lookup_conditions,  # raised by the reconcile job while the provider's lookups fail
 )
 
 
@@ -232,9 +236,15 @@ def _enqueue_alert_email(session: Session, settings: Settings, condition: Condit
     )
 
 
-def _fire(session: Session, condition: Condition, now: dt.datetime) -> bool:
+def fire(session: Session, settings: Settings, condition: Condition, now: dt.datetime) -> bool:
+    """Mark `condition` firing unless it is; the call that does it notifies (email, log)."""
     key, summary, details = condition.key, condition.summary, condition.details
-    return alert_states.mark_alert_firing(session, key, summary, details, now)
+    if not alert_states.mark_alert_firing(session, key, summary, details, now):
+        return False
+    if settings.alert_email:
+        _enqueue_alert_email(session, settings, condition, now)
+    log.error(condition.summary, extra={"condition": condition.key, "stage": "alert"})
+    return True
 
 
 def update_states(
@@ -245,11 +255,8 @@ def update_states(
     active = alert_states.load_active_alert_keys(session)
     fired = []
     for condition in conditions:
-        if condition.key not in active and _fire(session, condition, now):
+        if condition.key not in active and fire(session, settings, condition, now):
             fired.append(condition.key)
-            if settings.alert_email:
-                _enqueue_alert_email(session, settings, condition, now)
-            log.error(condition.summary, extra={"condition": condition.key, "stage": "alert"})
     gone = sorted(active - holding)
     cleared = [key for key in gone if alert_states.mark_alert_cleared(session, key, now)]
     for key in cleared:

@@ -1,11 +1,14 @@
-"""Settle ambiguous sends by asking the provider: the ``reconcile`` job of ``OpsJobs``.
+"""Settle ambiguous sends by asking the provider: the ``reconcile`` job of ``OpsJobs``,
+and an operator's "Ask <provider> now" on one intent.
 
 Every ``CONSOLE_RECONCILE_SECONDS`` at most ``BATCH`` ambiguous intents are
 looked up, one request every ``ASK_INTERVAL_SECONDS`` at most, so the job never
 competes with sending; no transaction is open while the provider is asked.
-Postmark (its message search) and Mailgun (its event log) can answer; Resend
-deduplicates a retry by its idempotency key instead, and SES and SendGrid's
-send APIs have no lookup by our reference here: their events settle a send.
+Postmark (its message search), Mailgun (its event log) and SendGrid (its Email
+Activity) can answer; Resend finds a message only by its own id, which an
+ambiguous send lacks (a retry with the same idempotency key is its way), and
+SES has no lookup: their events settle a send. Lookups that keep failing raise
+an alert (``console.ops.lookup_alerts``).
 """
 
 from __future__ import annotations
@@ -26,19 +29,22 @@ from console.core.asking import (
     RESEND_NOW,
     Question,
     after_asking,
+    provider_that_answers,
 )
 from console.mail.catalog import TemplateCatalog
 from console.mail.template_settings import TemplateError
 from console.models import utcnow
+from console.ops import lookup_alerts
 from console.store import provider_lookups
 from console.store.actions import ActionRefused
-from console.transports.lookup_core import Finding, ProviderLookup
+from console.transports.lookup_core import Finding, LookupApi, ProviderLookup
 from console.vocabulary import HOLD
 
 log = logging.getLogger(__name__)
 
 BATCH = 20
 ASK_INTERVAL_SECONDS = 0.2
+LOOKUP_TIMEOUT_SECONDS = 10.0
 
 
 @dataclasses.dataclass
@@ -52,21 +58,31 @@ class AskReport:
     failed: int = 0
 
 
-def lookup_for(settings: Settings) -> ProviderLookup | None:
+def lookup_for(
+    settings: Settings, *, timeout_seconds: float = LOOKUP_TIMEOUT_SECONDS
+) -> ProviderLookup | None:
     """The lookup of the provider the HTTP transport sends through, if it has one."""
-    if settings.transport != "http" or settings.provider not in ("postmark", "mailgun"):
+    if provider_that_answers(settings.transport, settings.provider) is None:
         return None
-    key = settings.http_provider_key or ""
+    return ProviderLookup(_lookup_api(settings), timeout_seconds=timeout_seconds)
+
+
+def _lookup_api(settings: Settings) -> LookupApi:
+    key, url = settings.http_provider_key or "", settings.http_provider_url
     if settings.provider == "postmark":
         from console.transports.postmark import POSTMARK_URL
         from console.transports.postmark_lookup import PostmarkLookupApi
 
-        return ProviderLookup(PostmarkLookupApi(settings.http_provider_url or POSTMARK_URL, key))
+        return PostmarkLookupApi(url or POSTMARK_URL, key)
+    if settings.provider == "sendgrid":
+        from console.transports.sendgrid import SENDGRID_URL
+        from console.transports.sendgrid_lookup import SendGridLookupApi
+
+        return SendGridLookupApi(url or SENDGRID_URL, key)
     from console.transports.mailgun import MAILGUN_URL
     from console.transports.mailgun_lookup import MailgunLookupApi
 
-    url = settings.http_provider_url or MAILGUN_URL
-    return ProviderLookup(MailgunLookupApi(url, key, settings.mailgun_domain or ""))
+    return MailgunLookupApi(url or MAILGUN_URL, key, settings.mailgun_domain or "")
 
 
 def run(
@@ -87,25 +103,38 @@ def run(
             sleep(ASK_INTERVAL_SECONDS)
         finding = lookup.ask(question)  # outside any transaction
         report.asked += 1
-        action = after_asking(
-            finding.said,
-            seconds_since_attempt=(clock() - question.attempted_at).total_seconds(),
-            horizon_seconds=settings.reconcile_after_seconds,
-            ambiguity_policy=_policy(catalog, question.template),
-        )
+        action = decide(finding, question, settings, catalog, clock())
         with session_factory() as session:
-            _apply(session, lookup.provider, question, finding, action, report)
+            apply_answer(session, lookup.provider, question, finding, action, report)
             session.commit()
+    lookup_alerts.after_run(session_factory, settings, lookup, report.asked, clock())
     return report
 
 
-def _apply(
+def decide(
+    finding: Finding,
+    question: Question,
+    settings: Settings,
+    catalog: TemplateCatalog,
+    now: dt.datetime,
+) -> str:
+    """The action the provider's answer about `question` calls for (console.core.asking)."""
+    return after_asking(
+        finding.said,
+        seconds_since_attempt=(now - question.attempted_at).total_seconds(),
+        horizon_seconds=settings.reconcile_after_seconds,
+        ambiguity_policy=_policy(catalog, question.template),
+    )
+
+
+def apply_answer(
     session: Session,
     provider: str,
     question: Question,
     finding: Finding,
     action: str,
     report: AskReport,
+    actor: str = provider_lookups.ACTOR,
 ) -> None:
     """Write what `action` decides for one intent (its transaction is the caller's)."""
     if action == LEAVE:
@@ -117,17 +146,18 @@ def _apply(
     elif action == RECORD:
         report.settled += provider_lookups.record_found(session, finding.events).matched
     elif action == RESEND_NOW:
+        reason = not_found_words(provider, question)
         try:
-            provider_lookups.resend_not_found(session, question, _not_found(provider, question))
+            provider_lookups.resend_not_found(session, question, reason, actor=actor)
             report.resent += 1
         except ActionRefused:  # it moved meanwhile (an event, an operator): nothing to do
             session.rollback()
     elif action == HOLD_NOTED:
-        detail = _not_found(provider, question)
+        detail = not_found_words(provider, question)
         report.held += provider_lookups.note_not_found(session, question, provider.lower(), detail)
 
 
-def _not_found(provider: str, question: Question) -> str:
+def not_found_words(provider: str, question: Question) -> str:
     attempted = f"{question.attempted_at:%Y-%m-%d %H:%M} UTC"
     return f"{provider} has no record of it (the attempt of {attempted})"
 

@@ -3,7 +3,8 @@
 A provider module gives a ``LookupApi``: the request for a ``Question`` and how
 its answer becomes a ``Finding`` (found, with the provider's facts as
 ``ReportedEvent``s; not found; or failed). ``ProviderLookup`` sends it and never
-raises: a refused, failed, slow, oversized or strange answer is ``FAILED``.
+raises: a refused, failed, slow, oversized or strange answer is ``FAILED``; it
+counts the failures in a row since the provider last answered.
 """
 
 from __future__ import annotations
@@ -45,12 +46,23 @@ class ProviderLookup:
         self.api = api
         self.provider = api.provider
         self._client = httpx.Client(timeout=httpx.Timeout(timeout_seconds), follow_redirects=False)
+        self.failures_in_a_row = 0
+        self.last_failure = ""
 
     def __repr__(self) -> str:  # never show a key
         return f"ProviderLookup({self.api.endpoint})"
 
     def ask(self, question: Question) -> Finding:
         """The provider's answer about `question`'s message; FAILED rather than raising."""
+        finding = self._answer(question)
+        if finding.said == FAILED:
+            self.failures_in_a_row += 1
+            self.last_failure = finding.detail
+        else:
+            self.failures_in_a_row = 0
+        return finding
+
+    def _answer(self, question: Question) -> Finding:
         try:
             reply = self._get(*self.api.request(question))
         except Exception as error:  # noqa: BLE001 - every failure is a finding

@@ -18,6 +18,7 @@ bp = Blueprint("audit", __name__, url_prefix="/audit")
 
 FILTER_FIELDS = ("actor", "action", "intent", "from", "to")
 KNOWN_ACTIONS = (
+    "ask_provider",
     "dead_letter",
     "export",
     "forget",

@@ -5,10 +5,12 @@ from __future__ import annotations
 from flask import Blueprint, Flask, abort, flash, render_template, request
 from flask_login import current_user
 
+from console.core.asking import provider_that_answers
 from console.mail.catalog import default_catalog
 from console.mail.render import build_message
 from console.mail.template_settings import TemplateError
 from console.models import utcnow
+from console.ops import ask_now, provider_asking
 from console.store import (
     actions,
     bulk,
@@ -22,7 +24,14 @@ from console.store import (
     last_attempts as attempt_lookup,
 )
 from console.store.json_values import params_problem
-from console.vocabulary import LANES, OPERATOR, REQUEUEABLE_STATUSES, STATUSES, VIEWER
+from console.vocabulary import (
+    AMBIGUOUS,
+    LANES,
+    OPERATOR,
+    REQUEUEABLE_STATUSES,
+    STATUSES,
+    VIEWER,
+)
 from console.web import (
     forms,
     intent_timeline,
@@ -43,6 +52,7 @@ BULK_TOKEN_MAX_AGE_SECONDS = 3600.0
 # the link to an intent's page that shows the preview its POST audited
 PREVIEW_TOKEN_PURPOSE = "console.message-preview"
 PREVIEW_TOKEN_MAX_AGE_SECONDS = 600.0
+ASK_TIMEOUT_SECONDS = 5.0  # an operator waits for the provider's answer
 
 
 @bp.get("")
@@ -103,6 +113,7 @@ def _render_detail(intent_id: int, status_code: int = 200, **extra):
         step=step,
         requeue_too_late=next_step.too_late_words(step) if step.too_late else None,
         settings_max_age=current_settings().max_age_seconds,
+        ask_provider=_provider_to_ask(intent),
         now=now,
     )
     if context["can_act"] and context["requeueable"]:
@@ -111,6 +122,14 @@ def _render_detail(intent_id: int, status_code: int = 200, **extra):
         )
     context.update(extra)
     return render_template("intents/detail.html", **context), status_code
+
+
+def _provider_to_ask(intent) -> str | None:
+    """The provider an operator may ask about this intent now, if any."""
+    if intent.status != AMBIGUOUS or not has_role(OPERATOR):
+        return None
+    settings = current_settings()
+    return provider_that_answers(settings.transport, settings.provider)
 
 
 def last_attempts(intent_ids: list[int]) -> dict:
@@ -297,6 +316,34 @@ def reconcile(intent_id: int):
     except actions.ActionRefused as exc:
         return _refused(intent_id, exc)
     return _finish_action(intent_id, result, _RECONCILED[resolution])
+
+
+@bp.post("/<int:intent_id>/ask")
+@role_required(OPERATOR)
+def ask_provider(intent_id: int):
+    """Ask the provider about an ambiguous intent now; its answer does what the job's would."""
+    settings = current_settings()
+    lookup = provider_asking.lookup_for(settings, timeout_seconds=ASK_TIMEOUT_SECONDS)
+    if lookup is None:
+        _detail_or_404(intent_id)
+        message = "Not asked: the provider this console sends through cannot be asked"
+        return forms.refused(message, "intents.detail", intent_id=intent_id)
+    try:
+        asked = ask_now.ask_now(
+            db.session,
+            settings,
+            lookup,
+            default_catalog(),
+            intent_id,
+            actor=current_user.username,
+        )
+    except actions.ActionRefused as exc:
+        return _refused(intent_id, exc)
+    finally:
+        lookup.close()
+    db.session.commit()
+    flash(asked.words, "error" if asked.failed else "success")
+    return forms.redirect_to("intents.detail", intent_id=intent_id)
 
 
 def init_app(app: Flask) -> None:

@@ -1,9 +1,9 @@
-"""Settling ambiguous sends by asking Postmark and Mailgun, against a real local server.
+"""Settling ambiguous sends by asking Postmark, Mailgun and SendGrid, against a real local server.
 
 The worker sends through the native transport to ``tests/support/provider_apis.py``,
 the send's answer is lost (so the intent is ambiguous), and the ``reconcile`` job
 asks the provider's lookup API (Postmark's outbound message search, Mailgun's
-event log) what it has.
+event log, SendGrid's Email Activity) what it has.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from tests.support.provider_apis import (
     MAILGUN_DOMAIN,
     mailgun_role,
     postmark_role,
+    sendgrid_role,
     start_apis,
     stop_apis,
 )
@@ -35,14 +36,14 @@ WELCOME = {"name": "Bob", "login_url": "https://shop.example.com/login"}  # poli
 HORIZON_SECONDS = 1800.0
 
 
-@pytest.fixture(params=["postmark", "mailgun"])
+@pytest.fixture(params=["postmark", "mailgun", "sendgrid"])
 def provider(request):
     return request.param
 
 
 @pytest.fixture
 def apis():
-    server = start_apis(postmark_role(TOKEN), mailgun_role(TOKEN))
+    server = start_apis(postmark_role(TOKEN), mailgun_role(TOKEN), sendgrid_role(TOKEN))
     yield server
     stop_apis(server)
 

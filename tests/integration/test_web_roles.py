@@ -26,6 +26,7 @@ ROUTES = [
         {"reason": "r", "resolution": "accepted"},
         "operator",
     ),
+    ("intents.ask_provider", "POST", "/intents/{ambiguous}/ask", {}, "operator"),
     ("intents.bulk_preview", "GET", "/intents/bulk?action=requeue&status=failed", None, "operator"),
     (
         "intents.bulk_apply",

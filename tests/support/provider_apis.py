@@ -11,9 +11,10 @@ answer), ``accept-reset`` (take it, then hang up without an answer),
 ``drop-hang`` (read the request, keep nothing, never answer: a message the
 provider never took).
 
-Postmark and Mailgun also answer their lookup APIs (Postmark's outbound message
-search, Mailgun's event log) from the messages they took; ``next_lookup``
-scripts those answers: ``500``, ``malformed`` or ``huge``.
+Postmark, Mailgun and SendGrid also answer their lookup APIs (Postmark's
+outbound message search, Mailgun's event log, SendGrid's Email Activity) from
+the messages they took; ``next_lookup`` scripts those answers: ``500``,
+``malformed`` or ``huge``.
 """
 
 from __future__ import annotations
@@ -231,7 +232,52 @@ def sendgrid_role(api_key: str) -> Role:
             "too-large": errors(413, "The JSON payload you have included is too large", None),
         },
         throttled=errors(429, "too many requests", None),
+        lookup_path=re.compile(r"^/v3/messages$"),
+        lookup=sendgrid_activity,
     )
+
+
+# https://www.twilio.com/docs/sendgrid/api-reference/email-activity/filter-all-messages (GET
+# /v3/messages, `limit` and a `query` of conditions joined by AND); the answer's fields as in
+# the fixtures of StrongGrid, a SendGrid client (Source/StrongGrid.UnitTests/Resources/
+# EmailActivitiesTests.cs); a custom argument queried as (unique_args['name']="value"), as
+# StrongGrid writes it (Models/Search/Legacy/SearchCriteriaUniqueArg.cs).
+_ACTIVITY_CONDITION = re.compile(
+    r"""\(?(?:unique_args\['(?P<arg>[^']+)'\]|(?P<field>[a-z_]+))="(?P<value>[^"]*)"\)?"""
+)
+
+
+def sendgrid_activity(query: dict[str, list[str]], sends: list[dict[str, Any]]) -> Canned:
+    conditions = [
+        _ACTIVITY_CONDITION.fullmatch(part.strip())
+        for part in query.get("query", [""])[0].split(" AND ")
+    ]
+    if "limit" not in query or not all(conditions):
+        message = "invalid query" if "limit" in query else "limit is required"
+        return as_json(400, {"errors": [{"message": message, "field": "query"}]})
+    found = [s for s in sends if all(_activity_matches(c, s["fields"]) for c in conditions)]
+    messages = [
+        {
+            "from_email": s["fields"]["from"]["email"],
+            "msg_id": f"{s['id']}.filter0004p3las1-2776-5ACA5525-31.1",
+            "subject": s["fields"].get("subject"),
+            "to_email": s["fields"]["personalizations"][0]["to"][0]["email"],
+            "status": "delivered",
+            "opens_count": 0,
+            "clicks_count": 0,
+            "last_event_time": "2018-04-08T17:47:18Z",
+        }
+        for s in found
+    ]
+    return as_json(200, {"messages": messages})
+
+
+def _activity_matches(condition: re.Match[str], fields: dict[str, Any]) -> bool:
+    if condition["arg"] is not None:
+        return fields.get("custom_args", {}).get(condition["arg"]) == condition["value"]
+    if condition["field"] == "to_email":
+        return fields["personalizations"][0]["to"][0]["email"] == condition["value"]
+    return False
 
 
 # SES v2: SendEmail of botocore's data/sesv2/2019-09-27/service-2.json (POST
