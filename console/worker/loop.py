@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from console.config import Settings
@@ -30,7 +30,7 @@ from console.models import utcnow
 from console.ops import instruments
 from console.store import claims
 from console.store.database import make_engine, make_session_factory
-from console.store.serial_writes import SerialWrites, inline_for
+from console.store.send_writes import send_writes_for
 from console.transports.base import OutgoingEmail, Transport
 from console.transports.factory import make_transport
 from console.transports.smtp import envelope_address
@@ -53,6 +53,7 @@ from console.worker.eligibility import EligibilityPolicy
 from console.worker.guard import GuardPolicy, SendGuard
 from console.worker.housekeeping import housekeeping, new_worker_id
 from console.worker.outcome_writer import OutcomeWriter
+from console.worker.record_queue import RecordQueue
 from console.worker.send_budget import SendBudget
 from console.worker.settings import WorkerSettings
 from console.worker.stage_marks import SUPPRESSED_BEFORE_BODY, StageMarks, SuppressedBeforeBody
@@ -82,9 +83,9 @@ class Worker:
         claim_ahead: bool = False,
     ) -> None:
         self.session_factory = session_factory
-        self._writes = SerialWrites(
-            session_factory.kw["bind"], settings.concurrency, settings.records_per_statement
-        )
+        engine = session_factory.kw["bind"]
+        self._writes = send_writes_for(engine, settings.records_per_statement, settings.concurrency)
+        self._records = RecordQueue(self._record_group, self._writes.group_size)
         self.transport = transport
         self.settings = settings
         self._envelope_from = envelope_address(settings.mail_from)
@@ -98,9 +99,8 @@ class Worker:
         self._crash_if = CrashPoint(crash_at)
         claimer_parts = (self.decisions, lambda: self.clock(), self.worker_id, self.guard)
         self._claimer = BatchClaimer(session_factory, settings, *claimer_parts, budget)
-        # the next batch claimed while a full one ends (PostgreSQL; see claim_ahead)
-        on_postgresql = session_factory.kw["bind"].dialect.name == "postgresql"
-        self.claims_ahead = claim_ahead and on_postgresql and budget is None
+        # the next batch claimed while a full one ends (see claim_ahead)
+        self.claims_ahead = claim_ahead and budget is None and self._writes.concurrent_claims
         self._ahead_claim = ClaimAhead(self._claimer, self._crash_if)
         self._critical = CriticalCheck(self._claimer, enabled=budget is None)  # mid-batch
         relay = getattr(transport, "relay", "relay")
@@ -111,9 +111,7 @@ class Worker:
         self._housekept_at: dt.datetime | None = None
         self._waiting_for_tokens = False  # the last claim found the send rate's bucket empty
         self._ahead = ComposeAhead(self._compose, settings.concurrency)
-        self._stages = StageMarks(
-            session_factory.kw["bind"], self._crash_if, self._ahead.schedule, settings.concurrency
-        )
+        self._stages = StageMarks(self._writes, self._crash_if, self._ahead.schedule)
         self._stopping = threading.Event()
         self._runner = asyncio.Runner()
         self._owned_engine: Engine | None = None
@@ -158,9 +156,8 @@ class Worker:
             self._runner.run(self._give_back_claimed_ahead())
         finally:
             self._runner.run(self.transport.close())
+            self._runner.run(self._writes.close())
             self._runner.close()
-            self._writes.shutdown()
-            self._stages.shutdown()
             self._ahead_claim.shutdown()
         if self._owned_engine is not None:
             self._owned_engine.dispose()
@@ -199,12 +196,11 @@ class Worker:
         return batch.leased
 
     def _claim_next_ahead(self, leased: int, waiting: int, began: float) -> None:
-        """Claim the next batch in time if this one was full, the database is not next door
-        and nothing holds the worker back (see claim_ahead)."""
+        """Claim the next batch in time if this one was full and nothing holds the worker
+        back (see claim_ahead)."""
         full = leased >= self.settings.batch_size
         held_back = self.stopping or self._refused_lanes or self._ahead_claim.running
-        far = not self._writes.inline  # next door the thread costs the sends more than it saves
-        if self.claims_ahead and full and far and not held_back:
+        if self.claims_ahead and full and not held_back:
             self._ahead_claim.start_in_time(self.clock(), leased - waiting, waiting, began)
 
     async def _give_back_claimed_ahead(self) -> int:
@@ -256,9 +252,6 @@ class Worker:
                     await self._process(claim, report)
 
         lanes = min(self.settings.concurrency, len(leased))
-        near = inline_for(self._stages.mark_seconds)  # the database answers within 0.5 ms
-        self._writes.run_inline(near)
-        self._stages.run_inline(near)
         self._ahead.start(waiting)
         self._critical.start()
         try:
@@ -266,9 +259,10 @@ class Worker:
         finally:
             self._ahead.stop()
             self._critical.stop()
-            await self._writes.drain()  # every record of the batch, in order
-            await self._writes.release_connection()
-            self._stages.close()
+            try:
+                await self._records.drain()  # every record of the batch, in order
+            finally:
+                await self._writes.end_batch()
             self._count_reconnects()
         report.released += self._claimer.give_back(list(waiting), held_back, self.clock())
 
@@ -309,10 +303,10 @@ class Worker:
             deferral = self.guard.note_domain_outcome(recipient, outcome_name, result, now)
         self._crash_if("before_record")
         outcome = FinishedAttempt(claim, result, classification, decision, now, deferral)
-        await self._writes.room()  # outcomes waiting for their record: two groups at most
-        if self._writes.waiting:  # this outcome would join others not yet recorded
+        await self._records.room()  # outcomes waiting for their record: two groups at most
+        if self._records.waiting:  # this outcome would join others not yet recorded
             self._crash_if("record_group")
-        self._writes.post_grouped(self._record_all, (outcome, report), self._record_on_socket)
+        self._records.post((outcome, report))
 
     def _wait_uncharged(self, claim: claims.Claim, reason: str, now: dt.datetime) -> Decision:
         """The relay refused the session: the intent waits, the rest of its lane too."""
@@ -340,12 +334,7 @@ class Worker:
             provider=self.settings.provider,
         )
 
-    def _record_all(self, connection: Connection, finished: Finished):
-        """T2 of attempts, one or several in one statement (SerialWrites says in which
-        thread and how many), then a log line each."""
-        report_records(finished, self._outcomes.write_all(connection, [o for o, _ in finished]))
-
-    async def _record_on_socket(self, connection: Connection, finished: Finished):
-        """``_record_all`` with the statement on the connection's socket (next door)."""
+    async def _record_group(self, finished: Finished) -> None:
+        """T2 of attempts, one or several in one statement, then a log line each."""
         outcomes = [outcome for outcome, _ in finished]
-        report_records(finished, await self._outcomes.write_all_on_socket(connection, outcomes))
+        report_records(finished, await self._writes.record(outcomes, self._outcomes))
