@@ -10,7 +10,9 @@ connections for the batch and gives them back at ``end_batch``:
   async connection, so the other connections' sends go on while PostgreSQL answers,
   and several records go in one statement.
 
-``mark`` answers None when the body may leave, else why not (``SUPPRESSED``: the
+``in_session`` runs ``work(session, *args)`` in a session of its own (the claims, the
+give-backs, housekeeping: each commits what it does). ``mark`` answers None when the
+body may leave, else why not (``SUPPRESSED``: the
 recipient was put on the suppression list after the claim; ``SWEPT``: the lease-expiry
 sweep took the attempt back). ``record`` writes a group of finished attempts through the
 ``OutcomeWriter`` and answers, for each, whether it was recorded (False: this worker's
@@ -19,10 +21,11 @@ lease was lost).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.orm import Session
 
 from console.store import attempt_records, suppression_lookup
 
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from console.worker.tick import FinishedAttempt
 
 SUPPRESSED, SWEPT = "suppressed", "swept"  # why a mark was refused
+T = TypeVar("T")
 
 
 class SendWrites(Protocol):
@@ -44,6 +48,8 @@ class SendWrites(Protocol):
     async def record(
         self, outcomes: Sequence[FinishedAttempt], writer: OutcomeWriter
     ) -> list[bool]: ...
+
+    async def in_session(self, work: Callable[..., T], *args: Any) -> T: ...
 
     async def end_batch(self) -> None: ...
 
@@ -100,6 +106,10 @@ class SqliteSendWrites:
         except BaseException:
             self._discard()
             raise
+
+    async def in_session(self, work: Callable[..., T], *args: Any) -> T:
+        with Session(self._engine, expire_on_commit=False) as session:
+            return work(session, *args)
 
     def _discard(self) -> None:
         """After an error: roll back and start the next write on a fresh connection."""

@@ -8,18 +8,25 @@ other body), one for the records (a group of several in one statement,
 ``record_arrays``). Each serves one statement at a time; after an error or a
 cancellation mid-statement it is discarded, and the next write opens a fresh one.
 What follows a record (suppressions, the breaker, alerts) runs on the records'
-connection through ``run_sync``, still without a thread.
+connection through ``run_sync``, and the claims and housekeeping in sessions of the
+same engine (``in_session``): the worker's code is the same on both databases, and no
+thread waits on PostgreSQL.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Engine
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
+    AsyncEngine,
+    async_sessionmaker,
+    create_async_engine,
+)
 
 from console.store import record_arrays, suppression_lookup
 from console.store import send_statements as s
@@ -28,6 +35,10 @@ from console.store.send_writes import why_refused
 if TYPE_CHECKING:
     from console.worker.outcome_writer import OutcomeWriter
     from console.worker.tick import FinishedAttempt
+
+T = TypeVar("T")
+# the claim, a claim ahead and a look for critical intents may each hold one at once
+SESSION_CONNECTIONS = 3
 
 
 def async_engine_for(engine: Engine, connections: int) -> AsyncEngine:
@@ -98,7 +109,8 @@ class PostgresSendWrites:
 
     def __init__(self, engine: Engine, group_size: int, connections: int) -> None:
         self.group_size = max(1, group_size)
-        self._engine = async_engine_for(engine, connections + 1)
+        self._engine = async_engine_for(engine, connections + 1 + SESSION_CONNECTIONS)
+        self._sessions = async_sessionmaker(self._engine, expire_on_commit=False)
         self._marks = _Autocommit(self._engine, connections)  # one a transport connection
         self._records = _Autocommit(self._engine, 1)  # the records in order
 
@@ -125,6 +137,10 @@ class PostgresSendWrites:
         arrays = record_arrays.as_arrays(records)
         rows = await connection.execute(record_arrays.RECORD_BATCH_IF_MOVED, arrays)
         return {attempt_id for (attempt_id,) in rows}
+
+    async def in_session(self, work: Callable[..., T], *args: Any) -> T:
+        async with self._sessions() as session:
+            return await session.run_sync(work, *args)
 
     async def end_batch(self) -> None:
         await self._marks.give_back()

@@ -98,11 +98,11 @@ class Worker:
         self.budget = budget  # the provider's rate and quota; None: unlimited, no statement
         self._crash_if = CrashPoint(crash_at)
         claimer_parts = (self.decisions, lambda: self.clock(), self.worker_id, self.guard)
-        self._claimer = BatchClaimer(session_factory, settings, *claimer_parts, budget)
+        self._claimer = BatchClaimer(settings, *claimer_parts, budget)
         # the next batch claimed while a full one ends (see claim_ahead)
         self.claims_ahead = claim_ahead and budget is None and self._writes.concurrent_claims
-        self._ahead_claim = ClaimAhead(self._claimer, self._crash_if)
-        self._critical = CriticalCheck(self._claimer, enabled=budget is None)  # mid-batch
+        self._ahead_claim = ClaimAhead(self._claimer, self._writes, self._crash_if)
+        self._critical = CriticalCheck(self._claimer, self._writes, enabled=budget is None)
         relay = getattr(transport, "relay", "relay")
         self._outcomes = OutcomeWriter(settings, self.guard, relay, budget)
         self._refused_lanes: dict[str, dt.datetime] = {}  # lane -> when its intents may go
@@ -158,7 +158,6 @@ class Worker:
             self._runner.run(self.transport.close())
             self._runner.run(self._writes.close())
             self._runner.close()
-            self._ahead_claim.shutdown()
         if self._owned_engine is not None:
             self._owned_engine.dispose()
 
@@ -166,7 +165,7 @@ class Worker:
         """Heartbeat and sweep, then claim one batch, send it and record each outcome."""
         report = TickReport()
         instruments.record_tick()
-        self._housekeeping(now, report)
+        await self._housekeeping(now, report)
         if self.stopping:
             report.released += await self._give_back_claimed_ahead()
             return report
@@ -179,6 +178,7 @@ class Worker:
         self._crash_if("claimed")
         started = time.perf_counter()
         await self._send_batch(leased, report)
+        await self._ahead_claim.settle()
         if self.stopping:
             report.released += await self._give_back_claimed_ahead()
         log_batch(self.worker_id, report.claimed, report.statuses, time.perf_counter() - started)
@@ -188,7 +188,7 @@ class Worker:
         """T1 (``BatchClaimer``), or the batch claimed ahead and still allowed to go."""
         taken = await self._ahead_claim.take(now)
         if taken is None:
-            batch = self._claimer.claim(now)
+            batch = await self._writes.in_session(self._claimer.claim, now)
             self._waiting_for_tokens = batch.waiting_for_tokens
         else:
             batch, report.released = taken
@@ -213,7 +213,7 @@ class Worker:
             log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
         return released
 
-    def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
+    async def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
         """Heartbeat, take back silent workers' leases, match early provider events; commit.
 
         At most once a `HOUSEKEEPING_SECONDS` (a worker draining a backlog ticks many times
@@ -223,12 +223,16 @@ class Worker:
         if last is not None and dt.timedelta(0) <= now - last < HOUSEKEEPING_INTERVAL:
             return
         self._housekept_at = now
-        with self.session_factory() as session:
-            swept = housekeeping(session, self.worker_id, self.started_at, self.decisions, now)
-            session.commit()
+        swept = await self._writes.in_session(self._housekeep, now)
         report.swept += len(swept)
         for lease, decision in swept:
             log_expired_lease(lease, decision)
+
+    def _housekeep(self, session: Session, now: dt.datetime) -> list:
+        """Housekeeping's work in `session`, committed."""
+        swept = housekeeping(session, self.worker_id, self.started_at, self.decisions, now)
+        session.commit()
+        return swept
 
     async def _send_batch(self, leased: list[claims.Claim], report: TickReport) -> None:
         waiting, began = collections.deque(leased), time.monotonic()
@@ -238,7 +242,8 @@ class Worker:
         async def one_connection() -> None:
             while waiting and not self.stopping:
                 claim = waiting.popleft()
-                if (critical := self._critical.after_take(waiting, self.clock)) is not None:
+                critical = await self._critical.after_take(waiting, self.clock)
+                if critical is not None:
                     report.claimed += len(critical.leased)  # due since the claim: next in line
                     report_not_sent(critical.not_sent, report)
                 self._claim_next_ahead(len(leased), len(waiting), began)
@@ -258,13 +263,17 @@ class Worker:
             await asyncio.gather(*(one_connection() for _ in range(lanes)))
         finally:
             self._ahead.stop()
-            self._critical.stop()
             try:
                 await self._records.drain()  # every record of the batch, in order
             finally:
                 await self._writes.end_batch()
             self._count_reconnects()
-        report.released += self._claimer.give_back(list(waiting), held_back, self.clock())
+        if waiting or held_back:
+            give_back = self._claimer.give_back
+            now = self.clock()
+            report.released += await self._writes.in_session(
+                give_back, list(waiting), held_back, now
+            )
 
     def _count_reconnects(self) -> None:
         """Add the connections the transport replaced since the last batch to /metrics."""
