@@ -10,6 +10,7 @@ direction (``pg_far_port``).
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -43,19 +44,20 @@ def statuses(session_factory) -> dict[str, int]:
 
 
 def wait_for_sending(session_factory, count: int, timeout_seconds: float = 5.0) -> None:
-    """The claim ahead commits in its own thread after the tick returns: wait for it."""
+    """Wait until `count` intents are leased and not yet sent (a batch claimed ahead)."""
     deadline = time.monotonic() + timeout_seconds
     while statuses(session_factory).get(SENDING, 0) != count:
         assert time.monotonic() < deadline, f"{count} intents never held ahead"
         time.sleep(0.02)
 
 
-def wait_for_attempts(session_factory, count: int, timeout_seconds: float = 5.0) -> None:
-    """Wait until `count` attempts were leased: the batch in flight's and those claimed ahead."""
+async def leased_ahead(session_factory, count: int, timeout_seconds: float = 5.0) -> None:
+    """Wait, letting the claim ahead run beside, until `count` attempts were leased: the
+    batch in flight's and those claimed ahead."""
     deadline = time.monotonic() + timeout_seconds
     while attempts_count(session_factory) != count:
         assert time.monotonic() < deadline, f"{count} attempts never leased"
-        time.sleep(0.02)
+        await asyncio.sleep(0.01)
 
 
 def attempts_count(session_factory) -> int:
@@ -196,7 +198,7 @@ class LoginCodeAfterClaimAhead(MemoryTransport):
 
     async def send(self, email, on_stage):
         if len(self.sent) + 1 == self.last_of_batch:
-            wait_for_attempts(self.session_factory, self.last_of_batch + self.held_ahead)
+            await leased_ahead(self.session_factory, self.last_of_batch + self.held_ahead)
             self.critical_id = enqueue_login_code(self.session_factory)
         return await super().send(email, on_stage)
 
