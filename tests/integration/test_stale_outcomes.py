@@ -1,0 +1,60 @@
+"""An outcome whose lease was taken while its send was out changes nothing, alone or in a
+group of records: no status and no suppression. SQLite and PostgreSQL, one
+connection and four (the records of several sends then go in one statement)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select, text
+
+from console.core.send_result import SendResult
+from console.models import Intent, Suppression
+from console.transports.memory import MemoryTransport
+from console.vocabulary import AMBIGUOUS, ENVELOPE, SUBMITTED
+from console.worker.guard import GuardPolicy
+from tests.support.orders import enqueue_orders
+
+STALE = [f"gone{n}@example.com" for n in range(6)]
+FINE = [f"fine{n}@example.com" for n in range(10)]
+
+
+class LeaseTakenDuringTheSend(MemoryTransport):
+    """Answers each of `stale` with a refusal of the mailbox, after another worker's sweep
+    took the intent: its outcome arrives stale."""
+
+    def __init__(self, engine, stale: list[str]) -> None:
+        unknown = SendResult(ENVELOPE, code=550, reply_text="5.1.1 <x>: user unknown")
+        super().__init__({recipient: [unknown] for recipient in stale})
+        self.engine = engine
+
+    async def send(self, email, on_stage):
+        result = await super().send(email, on_stage)
+        if email.recipient in self.script:
+            with self.engine.begin() as connection:  # the sweep: ambiguous, lease gone
+                connection.execute(
+                    text(
+                        "UPDATE email_intent SET status = :status, lease_token = NULL"
+                        " WHERE id = :id"
+                    ),
+                    {"status": AMBIGUOUS, "id": email.intent_id},
+                )
+        return result
+
+
+@pytest.mark.parametrize("connections", [1, 4])
+def test_a_stale_outcome_suppresses_nobody_and_leaves_the_intent_as_the_sweep_left_it(
+    engine, session_factory, make_worker, connections
+):
+    enqueue_orders(session_factory, [r for pair in zip(STALE, FINE, strict=False) for r in pair])
+    enqueue_orders(session_factory, FINE[len(STALE) :], prefix="more")
+    transport = LeaseTakenDuringTheSend(engine, STALE)
+    worker = make_worker(transport, concurrency=connections, guard_policy=GuardPolicy())
+
+    worker.run_once()
+
+    with session_factory() as session:
+        statuses = dict(session.execute(select(Intent.recipient, Intent.status)).all())
+        suppressed = session.scalars(select(Suppression.recipient)).all()
+    assert {statuses[r] for r in STALE} == {AMBIGUOUS}, "as the sweep left them"
+    assert {statuses[r] for r in FINE} == {SUBMITTED}
+    assert suppressed == [], "a stale refusal suppresses nobody"
