@@ -282,7 +282,7 @@ def run_backend(backend: str, rows: int, repeat: int, workdir: Path) -> None:
     if backend == "sqlite":
         url = f"sqlite:///{workdir / 'bench.db'}"
     else:
-        cluster = pgcluster.start_cluster()
+        cluster = pgcluster.start_cluster(durable=True)
         url = pgcluster.create_database(cluster, "bench")
     try:
         migrate_to_head(url)

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
-    cluster = pgcluster.start_cluster()
+    cluster = pgcluster.start_cluster(durable=True)
     sink = SubprocessSMTPServer.start(pipelining=True, chunking=True)
     print(f"PostgreSQL behind a delaying proxy; {args.connections} connections; msg/s")
     print(f"{'rtt ms':>7}{'measured':>9}{'claim ahead off':>17}{'on':>7}{'on/off':>8}   (runs)")

@@ -73,7 +73,7 @@ class Bench:
 
     def __init__(self, workdir: Path, pipelining: bool = False, chunking: bool = False) -> None:
         self.workdir = workdir
-        self.cluster = pgcluster.start_cluster(max_connections=300)
+        self.cluster = pgcluster.start_cluster(durable=True, max_connections=300)
         template_url = pgcluster.create_database(self.cluster, "bench_template")
         migrate_to_head(template_url)
         # one sink a worker process: a single aiosmtpd process is busy at about 2,000 msg/s

@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.disable(logging.WARNING)
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-send-"))
-    cluster = pgcluster.start_cluster() if "postgresql" in args.backends else None
+    cluster = pgcluster.start_cluster(durable=True) if "postgresql" in args.backends else None
     sink = SubprocessSMTPServer.start(pipelining=args.pipelining, chunking=args.chunking)
     offered = [name for name in ("PIPELINING", "CHUNKING") if getattr(args, name.lower())]
     offers = f" offering {' and '.join(offered)}" if offered else ""

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
             migrate_to_head(url)
             measure("SQLite", url, args.claims, args.repeat)
         if args.backend in ("postgresql", "both"):
-            cluster = pgcluster.start_cluster()
+            cluster = pgcluster.start_cluster(durable=True)
             try:
                 url = pgcluster.create_database(cluster, "bench_budget")
                 migrate_to_head(url)

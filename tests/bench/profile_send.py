@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
     workdir = Path(tempfile.mkdtemp(prefix="profile-send-"))
-    cluster = pgcluster.start_cluster() if "postgresql" in args.backends else None
+    cluster = pgcluster.start_cluster(durable=True) if "postgresql" in args.backends else None
     sink = SubprocessSMTPServer.start(pipelining=args.pipelining, chunking=args.chunking)
     figures = {}
     try:

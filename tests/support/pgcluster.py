@@ -57,8 +57,9 @@ class Cluster:
         shutil.rmtree(os.path.dirname(self.data_dir), ignore_errors=True)
 
 
-def start_cluster(max_connections: int = 200) -> Cluster:
-    """Create and start a fresh cluster; the caller must stop() it."""
+def start_cluster(max_connections: int = 200, *, durable: bool = False) -> Cluster:
+    """Create and start a fresh cluster; the caller must stop() it. Tests turn fsync and
+    synchronous commits off; `durable` keeps PostgreSQL's defaults (benchmarks)."""
     bin_dir = postgres_bin_dir()
     if bin_dir is None:
         raise RuntimeError("PostgreSQL is not installed (apt-get install -y postgresql)")
@@ -89,9 +90,10 @@ def start_cluster(max_connections: int = 200) -> Cluster:
         capture_output=True,
     )
     options = (
-        f"-k {base} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off "
-        f"-c synchronous_commit=off -c full_page_writes=off -c max_connections={max_connections}"
+        f"-k {base} -p {port} -c listen_addresses=127.0.0.1 -c max_connections={max_connections}"
     )
+    if not durable:
+        options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     subprocess.run(
         _as_postgres(
             [
