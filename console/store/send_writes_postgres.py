@@ -52,6 +52,25 @@ def async_engine_for(engine: Engine, connections: int) -> AsyncEngine:
     return create_async_engine(url, **options)
 
 
+class _Statement:
+    """A statement's SQL text for psycopg, compiled once by SQLAlchemy (its placeholders
+    and casts), run on psycopg's own connection and prepared there (``prepare=True``)."""
+
+    def __init__(self, statement: Any, dialect: Any) -> None:
+        self._compiled = statement.compile(dialect=dialect)
+        self.sql = str(self._compiled)
+
+    def values(self, bound: dict[str, Any]) -> dict[str, Any]:
+        """`bound` with the values the statement carries itself (psycopg adapts the rest:
+        lists as arrays, aware datetimes as timestamptz)."""
+        return self._compiled.construct_params(bound)
+
+    async def run(self, connection: AsyncConnection, bound: dict[str, Any]):
+        """Execute on psycopg's AsyncConnection (autocommit) under `connection`; its cursor."""
+        driver = connection.sync_connection.connection.driver_connection  # checked out
+        return await driver.execute(self.sql, self.values(bound), prepare=True)
+
+
 class _Autocommit:
     """Autocommit connections of the async engine, each serving one statement at a time:
     up to `most` at once, kept for a batch."""
@@ -111,6 +130,9 @@ class PostgresSendWrites:
         self.group_size = max(1, group_size)
         self._engine = async_engine_for(engine, connections + 1 + SESSION_CONNECTIONS)
         self._sessions = async_sessionmaker(self._engine, expire_on_commit=False)
+        dialect = self._engine.dialect
+        self._mark = _Statement(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, dialect)
+        self._record = _Statement(record_arrays.RECORD_BATCH_IF_MOVED, dialect)
         self._marks = _Autocommit(self._engine, connections)  # one a transport connection
         self._records = _Autocommit(self._engine, 1)  # the records in order
 
@@ -118,7 +140,7 @@ class PostgresSendWrites:
         forms = suppression_lookup.recipient_forms(recipient)
         values = {"b_id": attempt_id, "b_address": forms[0], "b_address_hash": forms[-1]}
         async with self._marks.one() as connection:
-            marked = await connection.execute(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, values)
+            marked = await self._mark.run(connection, values)
             if marked.rowcount == 1:
                 return None
             return await connection.run_sync(why_refused, recipient)
@@ -128,15 +150,18 @@ class PostgresSendWrites:
     ) -> list[bool]:
         records = writer.recordable(outcomes)
         async with self._records.one() as connection:
-            recorded = await self._record_all(connection, records) if records else set()
+            recorded = (
+                await self._record_all(self._record, connection, records) if records else set()
+            )
             return await connection.run_sync(writer.after_all, list(outcomes), recorded)
 
     @staticmethod
-    async def _record_all(connection: AsyncConnection, records: list[dict[str, Any]]) -> set:
+    async def _record_all(
+        statement: _Statement, connection: AsyncConnection, records: list[dict[str, Any]]
+    ) -> set:
         """Each record whose lease still holds, in one statement; the attempt ids recorded."""
-        arrays = record_arrays.as_arrays(records)
-        rows = await connection.execute(record_arrays.RECORD_BATCH_IF_MOVED, arrays)
-        return {attempt_id for (attempt_id,) in rows}
+        cursor = await statement.run(connection, record_arrays.as_arrays(records))
+        return {attempt_id for (attempt_id,) in await cursor.fetchall()}
 
     async def in_session(self, work: Callable[..., T], *args: Any) -> T:
         async with self._sessions() as session:

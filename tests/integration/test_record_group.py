@@ -259,9 +259,9 @@ def record_sizes(monkeypatch) -> list[int]:
     sizes: list[int] = []
     record_all = PostgresSendWrites._record_all
 
-    async def counted(connection, records):
+    async def counted(statement, connection, records):
         sizes.append(len(records))
-        return await record_all(connection, records)
+        return await record_all(statement, connection, records)
 
     monkeypatch.setattr(PostgresSendWrites, "_record_all", staticmethod(counted))
     return sizes
