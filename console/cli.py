@@ -1,8 +1,9 @@
 """The ``console`` command: a Flask CLI group around the app factory, and its commands.
 
 ``serve`` (web console with the embedded worker), ``worker`` (the send loop
-alone), ``db`` (Flask-Migrate), ``user`` (ops/user_commands), ``prune``, ``forget``,
-``hold``, ``release``, ``holds`` (ops/hold_commands) and ``demo``. Each
+alone), ``db`` (ops/db_commands), ``user`` (ops/user_commands), ``prune``, ``forget``,
+``hold``, ``release``, ``holds`` (ops/hold_commands) and ``demo``; nothing of
+Flask's own (``run``, ``shell``, ``--app``, ``--env-file``...). Each
 command reads the settings the app was built with and hands them on: nothing
 below this module reaches for Flask's ``current_app``. ``worker`` builds no app:
 it reads the settings itself (console.worker.standalone), so it starts sooner.
@@ -56,39 +57,80 @@ def check_database(url: str) -> None:
 
 
 class ConsoleGroup(FlaskGroup):
-    """Flask's command group, with the commands below imported only when run (or listed).
+    """Flask's command group with the product's commands only, imported when run (or listed).
 
-    ``console worker`` then starts without importing the web app or its extensions.
+    ``console worker`` then starts without importing the web app or its extensions;
+    Flask's options and commands, and those of installed Flask plugins, are left out.
     """
 
     LAZY_COMMANDS = {
+        "db": "console.ops.db_commands:db_cli",
         "demo": "console.demo.command:demo_command",
         "user": "console.ops.user_commands:user_cli",
         "hold": "console.ops.hold_commands:hold_command",
         "release": "console.ops.hold_commands:release_command",
         "holds": "console.ops.hold_commands:holds_command",
     }
+    FLASK_OPTIONS = ("env_file", "app", "debug")
+
+    def __init__(self, **extra) -> None:
+        super().__init__(
+            add_default_commands=False,
+            add_version_option=False,
+            load_dotenv=False,
+            set_debug_flag=False,
+            **extra,
+        )
+        self.params = [param for param in self.params if param.name not in self.FLASK_OPTIONS]
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return click.Group.parse_args(self, ctx, args)  # not Flask's early --app/--env-file
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *self.LAZY_COMMANDS})
+        return sorted({*self.commands, *self.LAZY_COMMANDS})
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in self.commands:  # ours: no scan of installed packages for Flask plugins
+        if name in self.commands:
             return self.commands[name]
         if name in self.LAZY_COMMANDS:
             module_name, attribute = self.LAZY_COMMANDS[name].split(":")
             return getattr(importlib.import_module(module_name), attribute)
-        return super().get_command(ctx, name)
+        return None
 
 
-@click.group(cls=ConsoleGroup, create_app=_create_app, add_version_option=False)
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from console.store.heartbeats import product_version
+
+    click.echo(f"console {product_version()}")
+    ctx.exit()
+
+
+@click.group(cls=ConsoleGroup, create_app=_create_app)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def main() -> None:
-    """Operator console and worker for transactional email."""
+    """Operator console and worker for transactional email.
+
+    Settings are CONSOLE_* environment variables: CONSOLE_DATABASE_URL (default:
+    SQLite under instance/), CONSOLE_SMTP_URL (the relay), CONSOLE_SECRET_KEY...
+    """
 
 
 @main.command("worker")
 def worker_command() -> None:
-    """Send queued mail until SIGTERM or SIGINT, then record what is in flight and exit."""
+    """Send queued mail until SIGTERM or SIGINT, then record what is in flight and exit.
+
+    It sends the mail queued in CONSOLE_DATABASE_URL through CONSOLE_SMTP_URL (or the
+    HTTP provider CONSOLE_TRANSPORT=http names); any number may share one database.
+    """
     from console.worker.standalone import main as worker_main
 
     worker_main()
@@ -104,7 +146,11 @@ def _interrupt(signum: int, frame: object) -> None:
 @click.option("--port", default=5000, show_default=True, type=int, help="Port to listen on.")
 @with_appcontext
 def serve_command(host: str, port: int) -> None:
-    """Serve the console (waitress) with the send loop running in the same process."""
+    """Serve the console (waitress) with the send loop running in the same process.
+
+    Both use the database CONSOLE_DATABASE_URL names; the send loop sends through
+    CONSOLE_SMTP_URL (or the HTTP provider CONSOLE_TRANSPORT=http names).
+    """
     import waitress
 
     from console.ops.jobs import start_ops_jobs

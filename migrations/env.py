@@ -5,13 +5,16 @@ from flask import current_app
 
 from alembic import context
 
+from console.ops.logs import product_logging_configured
+
 # this is the Alembic Config object, which provides
 # access to the values within the .ini file in use.
 config = context.config
 
-# Interpret the config file for Python logging.
-# This line sets up loggers basically.
-fileConfig(config.config_file_name, disable_existing_loggers=False)
+# Interpret the config file for Python logging, unless the console configured it
+# already: its handler stays, and alembic's INFO lines stay out of the terminal.
+if not product_logging_configured():
+    fileConfig(config.config_file_name, disable_existing_loggers=False)
 logger = logging.getLogger('alembic.env')
 
 

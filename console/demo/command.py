@@ -8,19 +8,19 @@ exit status 2, nothing written. Then a local SMTP capture server that misbehaves
 some addresses (console.demo.smtp_capture), demo business events and their history
 (console.demo.history), a webhook secret with a signed ``curl`` to paste, logins
 printed on the terminal, and ``console serve`` (the web console with its embedded
-worker). Running it again reuses the database.
+worker). Below the banner the terminal stays quiet: the worker's warnings in a
+readable form and one line a minute of activity (console.demo.activity), while a
+bounded demo traffic queues a few case notices. Running it again reuses the database.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import errno
-import itertools
 import os
 import secrets
 import socket
-import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import click
@@ -31,9 +31,13 @@ from sqlalchemy.orm import Session
 
 from console.app import create_app
 from console.cli import StartRefused
-from console.demo import casework, history, provider_shapes
+from console.config import Settings
+from console.demo import history, provider_shapes
+from console.demo.activity import Activity
 from console.demo.smtp_capture import CapturedMessage, DemoSMTPServer
+from console.demo.traffic import TRAFFIC_CASES, TRAFFIC_SECONDS, DemoTraffic
 from console.models import utcnow
+from console.ops import logs
 from console.outbox import enqueue
 from console.paths import instance_dir
 from console.store import demo_seed, schema_check
@@ -51,15 +55,10 @@ DEMO_SETTINGS = {
     "CONSOLE_POLL_SECONDS": "1",
     "CONSOLE_SMTP_TIMEOUT_SECONDS": "5",
 }
+TERMINAL_LOG_LEVEL = "WARNING"  # the terminal shows warnings, not every decision
 DEMO_DATABASE_FILE = "demo.db"  # in instance/, beside the console.db that `serve` uses
 DEMO_USERS = (("operator", "operator"), ("admin", "admin"), ("support", "viewer"))
 SUPPRESSED_ADDRESS = "complained@example.com"
-TRAFFIC_SECONDS = 4.0
-REVIEWERS = (
-    ("Ada Lovelace", "ada@example.com"),
-    ("Grace Hopper", "grace@example.com"),
-    ("Flaky Reviewer", "flaky.reviewer@example.org"),
-)
 
 
 def _order(number: int, name: str, total: str) -> dict:
@@ -169,6 +168,13 @@ def demo_app(smtp_url: str, database_url: str, *, webhook_secret: str) -> Flask:
     )
 
 
+def terminal_logging(settings: Settings) -> None:
+    """Log readable lines to the terminal, warnings only unless CONSOLE_LOG_LEVEL says."""
+    level = settings.log_level if os.environ.get("CONSOLE_LOG_LEVEL") else TERMINAL_LOG_LEVEL
+    hidden = logs.settings_secrets(settings)
+    logs.configure_logging(secrets=hidden, level=level, readable=True)
+
+
 def reset_demo_logins(session: Session) -> list[tuple[str, str, str]]:
     """Create the demo accounts, or give them fresh passwords; return (name, role, password)."""
     logins = []
@@ -198,45 +204,17 @@ def seed_demo_events(session: Session) -> str:
     return message_ids["order:1002:confirmation"]
 
 
-class DemoTraffic:
-    """A thread assigning a case every few seconds, as a busy application would."""
-
-    def __init__(self, app: Flask, interval_seconds: float = TRAFFIC_SECONDS) -> None:
-        self.app = app
-        self.interval_seconds = interval_seconds
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="demo-traffic", daemon=True)
-
-    def start(self) -> DemoTraffic:
-        with self.app.app_context():
-            casework.create_tables(db.engine)
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        case_ids = itertools.count(int(utcnow().timestamp()) % 100_000)
-        while not self._stop.wait(self.interval_seconds):
-            case_id = next(case_ids)
-            name, email = REVIEWERS[case_id % len(REVIEWERS)]
-            with self.app.app_context():
-                casework.assign_case(
-                    db.session,
-                    case_id=case_id,
-                    case_title=f"Refund request {case_id}",
-                    reviewer_id=case_id % len(REVIEWERS),
-                    reviewer_name=name,
-                    reviewer_email=email,
-                )
-                db.session.commit()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-
-def _echo_capture(message: CapturedMessage) -> None:
-    answer = message.answer.split(" ", 1)[0]
-    click.echo(f"smtp  {answer:<6}  to={message.recipient}  {message.subject}")
+def seed_demo(session: Session) -> tuple[str, list[tuple[str, str, str]]]:
+    """Mark the database as the demo's, reset the logins, seed the mail, its history and the
+    providers' reports; commit. Return the curl's Message-ID and the logins."""
+    demo_seed.mark_as_demo(session, utcnow())
+    logins = reset_demo_logins(session)
+    curl_message_id = seed_demo_events(session)
+    history.seed_history(session)
+    reported = provider_shapes.sent_mail(session, history.PROVIDER_REPORTED_KEYS)
+    provider_shapes.seed_provider_shapes(session, reported)
+    session.commit()
+    return curl_message_id, logins
 
 
 def _banner(
@@ -262,6 +240,9 @@ def _banner(
             curl_message_id,
             "grace@example.com",
         ),
+        f"  demo traffic   a case notice (event case:N:assignment:1) every "
+        f"{TRAFFIC_SECONDS:g} s, {TRAFFIC_CASES} in all",
+        "  below          the worker's warnings, and a line a minute of what happened",
         "  stop with Ctrl+C",
         "",
     ]
@@ -291,10 +272,12 @@ def check_console_port(host: str, port: int) -> None:
         ) from None
 
 
-def start_capture_server(port: int) -> DemoSMTPServer:
+def start_capture_server(
+    port: int, on_message: Callable[[CapturedMessage], None] | None = None
+) -> DemoSMTPServer:
     """Start the SMTP capture server; ClickException when its port is taken."""
     try:
-        return DemoSMTPServer(port, on_message=_echo_capture).start()
+        return DemoSMTPServer(port, on_message=on_message).start()
     except OSError as error:
         refusal = _listen_refused("SMTP capture", "127.0.0.1", port, error, "--smtp-port")
         raise click.ClickException(refusal) from None
@@ -317,25 +300,20 @@ def demo_command(
     check_console_port(host, port)
     database_url = demo_database_url(database, os.environ)
     claim_database(database_url)
-    smtp = start_capture_server(smtp_port)
+    activity = Activity(click.echo)
+    smtp = start_capture_server(smtp_port, on_message=activity.captured)
     try:
         if database_url == default_database_url():
             instance_dir().mkdir(parents=True, exist_ok=True)
         webhook_secret = os.environ.get("CONSOLE_WEBHOOK_SECRET") or secrets.token_hex(16)
         app = demo_app(smtp.url, database_url, webhook_secret=webhook_secret)
+        terminal_logging(app.extensions["console.settings"])
         with app.app_context():
             flask_migrate.upgrade()
-            demo_seed.mark_as_demo(db.session, utcnow())
-            logins = reset_demo_logins(db.session)
-            curl_message_id = seed_demo_events(db.session)
-            history.seed_history(db.session)
-            earlier = provider_shapes.sent_mail(
-                db.session, [m[0] for m in history.EARLIER_MAIL[:2]]
-            )
-            provider_shapes.seed_provider_shapes(db.session, earlier)
-            db.session.commit()
+            curl_message_id, logins = seed_demo(db.session)
         _banner(host, port, smtp, app, logins, curl_message_id)
-        traffic = DemoTraffic(app).start()
+        traffic = DemoTraffic(app, on_assigned=activity.traffic).start()
+        activity.start()
         try:
             with app.app_context():
                 from console.cli import serve_command
@@ -350,5 +328,6 @@ def demo_command(
             ) from None
         finally:
             traffic.stop()
+            activity.stop()
     finally:
         smtp.stop()

@@ -43,7 +43,25 @@ EARLIER_MAIL = [
      _order(992, "Gone"), "DEMO-EARLIER-992"),
     ("order:993:confirmation", "order:993", COMPLAINED_ADDRESS, "order-confirmation",
      _order(993, "Annoyed"), "DEMO-EARLIER-993"),
+    ("order:994:confirmation", "order:994", "margaret@example.com", "order-confirmation",
+     _order(994, "Margaret"), "DEMO-EARLIER-994"),
+    ("order:995:confirmation", "order:995", "linus@example.com", "order-confirmation",
+     _order(995, "Linus"), "DEMO-EARLIER-995"),
+    ("user:16:welcome", "user:16:signup", "edsger@example.com", "welcome",
+     {"name": "Edsger", "login_url": "https://shop.example.com/login"}, "DEMO-EARLIER-U16"),
+    ("order:996:confirmation", "order:996", "barbara@example.com", "order-confirmation",
+     _order(996, "Barbara"), "DEMO-EARLIER-996"),
 ]  # fmt: skip
+# The earlier mail each provider's own shape reports on (console.demo.provider_shapes, in
+# its order: SES's send, Resend's delay, then three deliveries): each delivery of a mail
+# no other event reports delivered, so the history counts no second delivery.
+PROVIDER_REPORTED_KEYS = [
+    "order:991:confirmation",
+    "order:994:confirmation",
+    "order:995:confirmation",
+    "user:16:welcome",
+    "order:996:confirmation",
+]
 # source event id, type, recipient, provider id, bounce type, diagnostic
 EVENTS = [
     ("demo-delivery-991", DELIVERED, "ada@example.com", "DEMO-EARLIER-991", None, None),

@@ -153,6 +153,41 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, sort_keys=False)
 
 
+# The facts a readable line adds after its message: what the message does not name itself.
+READABLE_FIELDS = (
+    "recipient_domain",
+    "lane",
+    "template",
+    "condition",
+    "breaker_state",
+    "code",
+    "count",
+    "error_type",
+)
+
+
+class ReadableFormatter(logging.Formatter):
+    """Format a record for a person at a terminal: ``19:13:02 warning message  name=value``.
+
+    The same redaction as the JSON lines; the level written in full.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = redactor.redact(record.getMessage())
+        at = dt.datetime.fromtimestamp(record.created, dt.UTC)
+        line = f"{at:%H:%M:%S} {record.levelname.lower():<8}{message}"
+        facts = [
+            f"{name}={_json_safe(record.__dict__[name])}"
+            for name in READABLE_FIELDS
+            if record.__dict__.get(name) is not None and f"{name}=" not in message
+        ]
+        if facts:
+            line += "  " + " ".join(facts)
+        if record.exc_info:
+            line += "\n" + redactor.redact(self.formatException(record.exc_info))
+        return line
+
+
 class _ConsoleHandler(logging.StreamHandler):
     """The product's own handler, so configure_logging() can find and replace it."""
 
@@ -171,6 +206,7 @@ def configure_logging(
     secrets: Iterable[str | None] = (),
     level: int | str = "INFO",
     stream: IO[str] | None = None,
+    readable: bool = False,
 ) -> logging.Handler:
     """Send every log record to `stream` (stderr) as JSON lines; return the handler.
 
@@ -178,6 +214,7 @@ def configure_logging(
     handlers (a test's capture, a host's own) are left alone. `secrets` are
     added to the redactor; the console passes ``settings.log_level``
     (CONSOLE_LOG_LEVEL, read in ``console.config`` like every setting).
+    `readable`: lines for a person at a terminal (``ReadableFormatter``) instead.
     """
     resolved_level = _level_from(level)
     redactor.register(*secrets)
@@ -185,12 +222,17 @@ def configure_logging(
     for handler in [h for h in root.handlers if isinstance(h, _ConsoleHandler)]:
         root.removeHandler(handler)
     handler = _ConsoleHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(ReadableFormatter() if readable else JsonFormatter())
     root.addHandler(handler)
     root.setLevel(resolved_level)
-    for noisy in ("werkzeug", "waitress.queue", "apscheduler", "httpx"):
+    for noisy in ("werkzeug", "waitress.queue", "apscheduler", "httpx", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return handler
+
+
+def product_logging_configured() -> bool:
+    """Whether configure_logging() set up this process (the migrations then leave logging be)."""
+    return any(isinstance(handler, _ConsoleHandler) for handler in logging.getLogger().handlers)
 
 
 # Settings fields that hold a secret as a whole, and those that are URLs with one.

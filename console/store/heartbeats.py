@@ -1,4 +1,5 @@
-"""The worker_heartbeat row of each worker: written every tick, with the version it runs."""
+"""The worker_heartbeat row of each worker: written every tick, with the version it runs,
+and once more when the worker stops cleanly."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import datetime as dt
 import functools
 from importlib import metadata
 
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from console.store.sql import dialect_of, insert_for
@@ -51,6 +53,16 @@ def beat(
     excluded = statement.excluded
     statement = statement.on_conflict_do_update(
         index_elements=["worker_id"],
-        set_={"last_tick_at": excluded.last_tick_at, "version": excluded.version},
+        set_={
+            "last_tick_at": excluded.last_tick_at,
+            "version": excluded.version,
+            "stopped_at": None,  # it ticks: it runs
+        },
     )
     session.execute(statement)
+
+
+def record_stop(session: Session, *, worker_id: str, now: dt.datetime) -> None:
+    """Mark this worker's heartbeat as stopped cleanly at `now` (the caller commits)."""
+    statement = update(WorkerHeartbeat).where(WorkerHeartbeat.worker_id == worker_id)
+    session.execute(statement.values(stopped_at=now))

@@ -26,6 +26,7 @@ class WorkerHeartbeat(Base):
     started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     last_tick_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     version: Mapped[str | None] = mapped_column(String(64))  # the product version it runs
+    stopped_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)  # None: runs or crashed
 
 
 class AlertState(Base):

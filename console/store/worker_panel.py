@@ -1,4 +1,4 @@
-"""The workers the dashboard lists: each worker's heartbeat, most recent tick first."""
+"""The workers the dashboard lists: each worker's heartbeat and clean stop, newest tick first."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ class WorkerRow:
     started_at: dt.datetime
     last_tick_at: dt.datetime
     version: str | None  # None: a worker from before versions were recorded
+    stopped_at: dt.datetime | None = None  # None: running, or gone without a clean stop
 
 
 def recent_workers(session: Session, *, limit: int = MOST_WORKERS_SHOWN) -> list[WorkerRow]:

@@ -54,6 +54,25 @@ def worker_stale_after_seconds(poll_seconds: float) -> float:
     return max(WORKER_STALE_MIN_SECONDS, 10 * poll_seconds)
 
 
+def worker_state(
+    worker: worker_panel.WorkerRow, now: dt.datetime, stale_after: dt.timedelta
+) -> tuple[str, str]:
+    """A worker's state on the dashboard, and the class of its badge: a clean stop is
+    grey with its time, a silent heartbeat red."""
+    if worker.stopped_at is not None:
+        return f"stopped at {_time_of_day(worker.stopped_at, now)}", "muted"
+    if worker.last_tick_at >= now - stale_after:
+        return "alive", "status-submitted"
+    return "stopped ticking", "status-failed"
+
+
+def _time_of_day(moment: dt.datetime, now: dt.datetime) -> str:
+    """The moment as "19:13 UTC" when it is today (UTC), else with its date."""
+    shown = format_timestamp(moment)
+    today = format_timestamp(now).split(" ", 1)[0]
+    return shown.removeprefix(f"{today} ")
+
+
 def dashboard_alerts(
     snapshot: dashboard_queries.Dashboard,
     stale_after_seconds: float,
@@ -173,6 +192,9 @@ def index():
         send_budget=budget,
         workers=worker_panel.recent_workers(db.session),
         worker_stale_after=dt.timedelta(seconds=stale_after),
+        worker_state=lambda worker: worker_state(
+            worker, snapshot.now, dt.timedelta(seconds=stale_after)
+        ),
         paused_lanes={lane: state for lane, state in breakers.items() if state.state != CLOSED},
         deferrals=deferrals,
         statuses=STATUSES,

@@ -24,8 +24,11 @@ def log_decision(
     outcome: str | None = None,
     code: int | None = None,
     now: dt.datetime | None = None,
+    attempt_number: int | None = None,
 ) -> None:
     """One line per decision: ids, stage, outcome and retry decision; never params or bodies.
+
+    The line names the attempt by its number (1 for an intent's first), as the pages do.
 
     Plain acceptances are DEBUG; every failure, retry, hold or dead letter is INFO or ERROR.
     """
@@ -41,7 +44,7 @@ def log_decision(
         level,
         "intent=%s attempt=%s stage=%s outcome=%s code=%s -> %s retry_in=%s",
         intent_id,
-        attempt_id,
+        attempt_number,
         stage,
         outcome,
         code,
@@ -50,6 +53,7 @@ def log_decision(
         extra=dict(
             intent_id=intent_id,
             attempt_id=attempt_id,
+            attempt_number=attempt_number,
             stage=stage,
             outcome=outcome,
             code=code,
@@ -64,7 +68,7 @@ def log_record(outcome: FinishedAttempt, recorded: bool) -> None:
     claim, decision = outcome.claim, outcome.decision
     classification, result = outcome.classification, outcome.result
     if not recorded:
-        log_stale_attempt(claim.intent.id, claim.attempt_id, classification.outcome)
+        log_stale_attempt(claim.intent.id, claim.attempt_number, classification.outcome)
         return
     stage, code = result.stage, result.code
     log_decision(
@@ -75,6 +79,7 @@ def log_record(outcome: FinishedAttempt, recorded: bool) -> None:
         classification.outcome,
         code,
         outcome.now,
+        claim.attempt_number,
     )
 
 
@@ -113,15 +118,15 @@ def log_expired_lease(lease, decision: Decision) -> None:
     )
 
 
-def log_stale_attempt(intent_id: int, attempt_id: int, outcome: str) -> None:
+def log_stale_attempt(intent_id: int, attempt_number: int, outcome: str) -> None:
     """Warn that an outcome was not recorded because the lease was taken back meanwhile."""
     log.warning(
         "stale attempt not recorded: intent=%s attempt=%s outcome=%s; the lease was "
         "taken back meanwhile",
         intent_id,
-        attempt_id,
+        attempt_number,
         outcome,
-        extra=dict(intent_id=intent_id, attempt_id=attempt_id, outcome=outcome),
+        extra=dict(intent_id=intent_id, attempt_number=attempt_number, outcome=outcome),
     )
 
 

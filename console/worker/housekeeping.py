@@ -1,19 +1,24 @@
-"""What a tick does before it claims: heartbeat, silent workers' leases, early provider events."""
+"""What a tick does before it claims: heartbeat, silent workers' leases, early provider events;
+and the heartbeat's last word when the worker stops cleanly."""
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import secrets
 import socket
 
-from sqlalchemy.orm import Session
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
 
 from console.core.lifecycle import Decision
 from console.store import heartbeats, lease_sweep
 from console.store.events import match_unmatched_events
 from console.store.lease_sweep import ExpiredLease
 from console.worker.decisions import SendDecisions
+
+log = logging.getLogger("console.worker.loop")
 
 
 def new_worker_id() -> str:
@@ -47,3 +52,21 @@ def housekeeping(
             swept.append((lease, decision))
     match_unmatched_events(session, now=now)  # provider events that came before their id
     return swept
+
+
+def record_clean_stop(
+    session_factory: sessionmaker[Session], worker_id: str, now: dt.datetime
+) -> None:
+    """Write on the heartbeat that the worker stopped cleanly at `now`; commit.
+
+    A database that fails then is logged: the worker stops all the same.
+    """
+    try:
+        with session_factory() as session:
+            heartbeats.record_stop(session, worker_id=worker_id, now=now)
+            session.commit()
+    except SQLAlchemyError as error:
+        log.warning(
+            "the worker's stop was not recorded",
+            extra=dict(worker_id=worker_id, error_type=type(error).__name__),
+        )

@@ -20,6 +20,7 @@ from typing import NoReturn
 from console.config import Settings, load_settings
 from console.ops import logs
 from console.paths import instance_dir
+from console.worker.housekeeping import record_clean_stop
 from console.worker.loop import Worker
 from console.worker.run_failures import RunFailures
 from console.worker.tick import TickReport
@@ -60,7 +61,7 @@ def _refuse(error: Exception, status: int) -> NoReturn:
 
 
 def run_worker(settings: Settings) -> None:
-    """Send queued mail until SIGTERM or SIGINT, then record what is in flight and return."""
+    """Send queued mail until SIGTERM or SIGINT, then record what is in flight and the stop."""
     worker = Worker.from_settings(settings, crash_at=settings.test_crash_at)
     wake = threading.Event()
 
@@ -83,6 +84,8 @@ def run_worker(settings: Settings) -> None:
     finally:
         services.stop()
         worker.close()
+    record_clean_stop(worker.session_factory, worker.worker_id, worker.clock())
+    worker.session_factory.kw["bind"].dispose()  # the worker's own engine, opened again
     log.info("worker stopped", extra=dict(worker_id=worker.worker_id))
 
 

@@ -45,8 +45,11 @@ def test_the_demo_reports_on_its_earlier_mail_in_every_provider_shape(session_fa
     with session_factory() as session:  # as `console demo` seeds, twice
         for _ in range(2):
             history.seed_history(session)
-            earlier = sent_mail(session, [row[0] for row in history.EARLIER_MAIL[:2]])
-            assert [mail.recipient for mail in earlier] == ["ada@example.com", "grace@example.com"]
+            earlier = sent_mail(session, history.PROVIDER_REPORTED_KEYS)
+            assert [mail.recipient for mail in earlier] == [
+                "ada@example.com", "margaret@example.com", "linus@example.com",
+                "edsger@example.com", "barbara@example.com",
+            ]  # fmt: skip
             seed_provider_shapes(session, earlier)
             session.commit()
     native = [e for e in all_events(session_factory) if e.source != "webhook"]

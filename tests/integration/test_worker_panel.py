@@ -86,3 +86,55 @@ def test_a_heartbeat_records_the_product_version_and_the_panel_shows_it(app, con
     assert "w-current web-1 1" in shown and installed in shown and "0.2.1" in shown
     assert "0.2.0" not in shown, "a worker's next tick writes its new version"
     assert f"Workers run different versions: {installed}, 0.2.1." in shown
+
+
+def worker_cells(page: str, worker_id: str) -> str:
+    [row] = [r for r in re.findall(r"<tr>.*?</tr>", page, re.DOTALL) if worker_id in r]
+    return row
+
+
+def test_a_clean_stop_is_grey_with_its_time_and_a_silent_worker_red(app, console_client):
+    from console.store import heartbeats
+
+    now = utcnow()
+    earlier, yesterday = now - dt.timedelta(minutes=10), now - dt.timedelta(days=1, minutes=5)
+    with app.app_context():
+        for worker_id, last_tick in (
+            ("w-stopped", earlier),
+            ("w-silent", earlier),
+            ("w-old-stop", yesterday),
+            ("w-alive", now),
+        ):
+            beat = dict(host="web-1", pid=1, started_at=last_tick, now=last_tick)
+            heartbeats.beat(db.session, worker_id=worker_id, **beat)
+        heartbeats.record_stop(db.session, worker_id="w-stopped", now=earlier)
+        heartbeats.record_stop(db.session, worker_id="w-old-stop", now=yesterday)
+        heartbeats.record_stop(db.session, worker_id="w-unknown", now=now)  # writes nothing
+        db.session.commit()
+        assert db.session.query(WorkerHeartbeat).count() == 4
+    page = console_client("viewer").get("/").text
+    stopped = worker_cells(page, "w-stopped")
+    assert '<span class="status muted"' in stopped and "stopped ticking" not in stopped
+    shown = f"{earlier:%H:%M}" if earlier.date() == now.date() else f"{earlier:%Y-%m-%d %H:%M}"
+    assert f">stopped at {shown} UTC<" in stopped
+    assert f">stopped at {yesterday:%Y-%m-%d %H:%M} UTC<" in worker_cells(page, "w-old-stop")
+    silent = worker_cells(page, "w-silent")
+    assert '<span class="status status-failed">stopped ticking</span>' in silent
+    assert ">alive<" in worker_cells(page, "w-alive")
+    assert "1 worker alive" in panel(page)
+
+
+def test_a_worker_that_ticks_again_is_no_longer_stopped(app):
+    from console.store import heartbeats
+
+    now = utcnow()
+    with app.app_context():
+        beat = dict(worker_id="w-1", host="web-1", pid=1, started_at=now)
+        heartbeats.beat(db.session, now=now, **beat)
+        heartbeats.record_stop(db.session, worker_id="w-1", now=now)
+        db.session.commit()
+        assert db.session.get(WorkerHeartbeat, "w-1").stopped_at == now
+        heartbeats.beat(db.session, now=now + dt.timedelta(seconds=1), **beat)
+        db.session.commit()
+        db.session.expire_all()
+        assert db.session.get(WorkerHeartbeat, "w-1").stopped_at is None
