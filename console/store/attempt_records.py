@@ -18,6 +18,8 @@ from console.core.classify import enhanced_status_of
 from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.core.send_result import SendResult
+from console.store import prepared as p
+from console.store import record_arrays
 from console.store import send_statements as s
 from console.store.claims import Claim
 from console.vocabulary import SUBMITTED
@@ -53,8 +55,13 @@ def mark_data_sent_unless_suppressed(
     """
     address, address_hash = recipient_forms[0], recipient_forms[-1]
     values = {"b_id": attempt_id, "b_address": address, "b_address_hash": address_hash}
-    marked = connection.execute(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, values).rowcount == 1
-    connection.commit()
+    if not p.runs_on(connection):
+        marked = connection.execute(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, values).rowcount == 1
+        connection.commit()
+        return marked
+    mark = p.prepared(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, connection.dialect)
+    marked = mark.execute(connection, values).rowcount == 1
+    p.commit(connection)
     return marked
 
 
@@ -68,17 +75,21 @@ def record_outcome(
 ) -> bool:
     """T2: move the intent only if this lease still holds it; False for a stale worker."""
     values = record_values(claim, result, classification, decision, now)
-    if connection.dialect.name == "postgresql":
-        recorded = connection.execute(s.RECORD_IF_MOVED, values).first() is not None
+    if not p.runs_on(connection):
+        return _record_with_core(connection, values)
+    dialect = connection.dialect
+    if dialect.name == "postgresql":
+        moved = p.prepared(s.RECORD_IF_MOVED, dialect).execute(connection, values)
+        recorded = moved.fetchone() is not None
     else:
-        recorded = connection.execute(s.MOVE_LEASED_INTENT, values).rowcount == 1
+        recorded = p.prepared(s.MOVE_LEASED_INTENT, dialect).execute(connection, values).rowcount
         if recorded:
-            connection.execute(s.RECORD_ATTEMPT, values)
+            p.prepared(s.RECORD_ATTEMPT, dialect).execute(connection, values)
     if recorded:
-        connection.commit()
+        p.commit(connection)
     else:
-        connection.rollback()
-    return recorded
+        p.rollback(connection)
+    return bool(recorded)
 
 
 def record_values(
@@ -109,6 +120,30 @@ def record_values(
         b_provider_message_id=result.provider_message_id,
         b_duration_ms=result.duration_ms,
     )
+
+
+def record_all(connection: Connection, records: list[dict[str, Any]]) -> set[int]:
+    """T2 of several attempts (``record_values`` each) in one statement on PostgreSQL's
+    autocommit connection: each intent moves only if its lease still holds it (see
+    ``record_arrays``). The ids of the attempts recorded; the others were stale."""
+    if connection.dialect.name != "postgresql" or not p.runs_on(connection):
+        raise ValueError("record_all needs PostgreSQL's autocommit writer connection")
+    return record_arrays.record_all(connection, records)
+
+
+def _record_with_core(connection: Connection, values: dict) -> bool:
+    """``record_outcome`` inside a transaction already begun on `connection`."""
+    if connection.dialect.name == "postgresql":
+        recorded = connection.execute(s.RECORD_IF_MOVED, values).first() is not None
+    else:
+        recorded = connection.execute(s.MOVE_LEASED_INTENT, values).rowcount == 1
+        if recorded:
+            connection.execute(s.RECORD_ATTEMPT, values)
+    if recorded:
+        connection.commit()
+    else:
+        connection.rollback()
+    return recorded
 
 
 def _enhanced_status(result: SendResult) -> str | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Connection,
     Integer,
     String,
     bindparam,
@@ -25,6 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 
+from console.store import prepared as p
 from console.store import send_statements as s
 from console.store.columns import UTCDateTime
 from console.vocabulary import SENDING
@@ -100,6 +102,11 @@ RECORD_BATCH_IF_MOVED = (
 )
 
 
-def as_arrays(records: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
-    """The values of `records` (``attempt_records.record_values``) as the statement's arrays."""
-    return {name: [record[name] for record in records] for name, _ in COLUMNS}
+def record_all(connection: Connection, records: Sequence[dict[str, Any]]) -> set[int]:
+    """Record each of `records` (``attempt_records.record_values``) whose lease still
+    holds, in one statement on an autocommit connection; the attempt ids recorded."""
+    arrays = {name: [record[name] for record in records] for name, _ in COLUMNS}
+    cursor = p.prepared(RECORD_BATCH_IF_MOVED, connection.dialect).execute(connection, arrays)
+    recorded = {attempt_id for (attempt_id,) in cursor.fetchall()}
+    p.commit(connection)  # nothing to commit on an autocommit connection: the driver's no-op
+    return recorded

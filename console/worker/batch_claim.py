@@ -13,7 +13,8 @@ import datetime as dt
 import time
 from collections.abc import Callable
 
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection
+from sqlalchemy.orm import Session, sessionmaker
 
 from console.core.lifecycle import Decision
 from console.store import claims, send_guards
@@ -35,12 +36,12 @@ class ClaimedBatch:
 
 
 class BatchClaimer:
-    """Claims batches for one worker, each in the session it is given (the worker's
-    ``SendWrites.in_session``: awaited on PostgreSQL). With `guarded` False the guard's
-    memory is not read (a claim ahead: the breakers are read again when its tick starts)."""
+    """Claims batches for one worker; ``claim`` is safe to run in another thread, one at a
+    time, when `guarded` is False (the guard's memory then stays the event loop's)."""
 
     def __init__(
         self,
+        session_factory: sessionmaker[Session],
         settings: WorkerSettings,
         decisions: SendDecisions,
         clock: Callable[[], dt.datetime],
@@ -48,6 +49,7 @@ class BatchClaimer:
         guard: SendGuard | None,
         budget: SendBudget | None,
     ) -> None:
+        self.session_factory = session_factory
         self.settings = settings
         self.decisions = decisions
         self.clock = clock
@@ -56,33 +58,34 @@ class BatchClaimer:
         self.budget = budget
         self.claim_seconds: float | None = None  # the last claim's, wall clock
 
-    def claim(self, session: Session, now: dt.datetime, guarded: bool = True) -> ClaimedBatch:
+    def claim(self, now: dt.datetime, *, guarded: bool = True) -> ClaimedBatch:
         """Lock due intents, screen each, close those not to send, lease the rest; commit.
         (``claim_seconds`` keeps how long it took.)"""
         started = time.monotonic()
         try:
-            return self._claim(session, now, guarded)
+            return self._claim(now, guarded)
         finally:
             self.claim_seconds = time.monotonic() - started
 
-    def _claim(self, session: Session, now: dt.datetime, guarded: bool) -> ClaimedBatch:
+    def _claim(self, now: dt.datetime, guarded: bool) -> ClaimedBatch:
         batch_size = self.settings.batch_size
         granted = None
-        lane_limits = None
-        if self.guard and guarded:  # lanes paused by their circuit breaker, or probing
-            lane_limits = self.guard.lane_limits(session, now, batch_size)
-        limits = claims.lane_limits_within(batch_size, lane_limits)
-        if self.budget:  # the shared rate and quota: critical takes tokens first
-            limits, granted = self.budget.lane_limits(session, now, limits, batch_size)
-            batch_size = granted.batch_limit(batch_size)
-        batch = self._lease_due(session, now, batch_size, limits)
-        leased = batch.leased
-        if granted is not None:
-            lanes = collections.Counter(claim.intent.lane for claim in leased)
-            self.budget.settle(session, now, granted, lanes)
-        session.commit()
-        if self.guard and guarded:
-            self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
+        with self.session_factory() as session:
+            lane_limits = None
+            if self.guard and guarded:  # lanes paused by their circuit breaker, or probing
+                lane_limits = self.guard.lane_limits(session, now, batch_size)
+            limits = claims.lane_limits_within(batch_size, lane_limits)
+            if self.budget:  # the shared rate and quota: critical takes tokens first
+                limits, granted = self.budget.lane_limits(session, now, limits, batch_size)
+                batch_size = granted.batch_limit(batch_size)
+            batch = self._lease_due(session, now, batch_size, limits)
+            leased = batch.leased
+            if granted is not None:
+                lanes = collections.Counter(claim.intent.lane for claim in leased)
+                self.budget.settle(session, now, granted, lanes)
+            session.commit()
+            if self.guard and guarded:
+                self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
         return dataclasses.replace(batch, waiting_for_tokens=batch_size == 0)
 
     def _lease_due(
@@ -110,60 +113,63 @@ class BatchClaimer:
                 not_sent.append((intent, decision))
         return to_send, not_sent
 
-    @staticmethod
     def give_back(
-        session: Session,
+        self,
         unsent: list[claims.Claim],
         held_back: list[tuple[claims.Claim, dt.datetime]],
         now: dt.datetime,
     ) -> int:
-        """Give back what a stop left unsent (due now) and what was held back (due at the
-        time given), without counting an attempt; commit. Return how many went back."""
-        released = claims.release(session, unsent, now)
-        for claim, until in held_back:
-            released += claims.release(session, [claim], now, due_at=until)
-        session.commit()
+        """Give back what a stop left unsent (due now) and what a deferral held back (due at
+        its end), without counting an attempt; commit. Return how many went back."""
+        if not unsent and not held_back:
+            return 0
+        with self.session_factory() as session:
+            released = claims.release(session, unsent, now)
+            for claim, until in held_back:
+                released += claims.release(session, [claim], now, due_at=until)
+            session.commit()
         return released
 
-    def claim_beside(
-        self, session: Session, ahead: ClaimedBatch, now: dt.datetime
-    ) -> tuple[ClaimedBatch, int]:
+    def claim_beside(self, ahead: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
         """A batch claimed ahead, at the start of its tick: sent as it is when every breaker
-        is closed and no critical intent is due (two reads), else ``_claim_beside``."""
-        if claims.critical_due(session.connection(), now):
-            return self._claim_beside(session, ahead, now)
-        if not self.guard or self.guard.all_closed(send_guards.read_breakers(session)):
-            session.rollback()  # nothing written: the reads' transaction ends here
-            return ahead, 0
-        return self._claim_beside(session, ahead, now)
+        is closed and no critical intent is due (two reads, no transaction), else
+        ``_claim_beside``."""
+        with self.session_factory.kw["bind"].connect() as connection:
+            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+            if claims.critical_due(connection, now):
+                return self._claim_beside(ahead, now)
+            if not self.guard:
+                return ahead, 0
+            with Session(connection) as session:
+                if self.guard.all_closed(send_guards.read_breakers(session)):
+                    return ahead, 0
+        return self._claim_beside(ahead, now)
 
-    def claim_critical(self, session: Session, now: dt.datetime) -> ClaimedBatch | None:
+    def claim_critical(self, now: dt.datetime, reader: Connection) -> ClaimedBatch | None:
         """The critical intents due at `now`, claimed as the start of a tick claims them
         beside a batch claimed ahead (the breakers read, the critical lane only); None
-        when none is due (one read)."""
-        if not claims.critical_due(session.connection(), now):
-            session.rollback()
+        when none is due (one read on `reader`, an autocommit connection)."""
+        if not claims.critical_due(reader, now):
             return None
-        return self._claim_beside(session, ClaimedBatch([], []), now)[0]
+        return self._claim_beside(ClaimedBatch([], []), now)[0]
 
-    def _claim_beside(
-        self, session: Session, ahead: ClaimedBatch, now: dt.datetime
-    ) -> tuple[ClaimedBatch, int]:
+    def _claim_beside(self, ahead: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
         """A batch claimed ahead, at the start of its tick: the breakers read as a claim reads
         them; the intents of a lane that may no longer send a full batch given back (no
         attempt counted); critical intents due since the claim ahead claimed now and put
         first. Commit; return the batch to send and how many intents went back."""
         batch_size = self.settings.batch_size
-        lane_limits = self.guard.lane_limits(session, now, batch_size) if self.guard else None
-        limits = claims.lane_limits_within(batch_size, lane_limits)
-        full = {lane for lane, limit in limits.items() if limit >= batch_size}
-        kept = [claim for claim in ahead.leased if claim.intent.lane in full]
-        unwelcome = [claim for claim in ahead.leased if claim.intent.lane not in full]
-        released = claims.release(session, unwelcome, now)
-        critical_only = {lane: limits[lane] if lane == CRITICAL else 0 for lane in LANES}
-        critical = self._lease_due(session, now, batch_size, critical_only)
-        session.commit()
-        leased = sorted(kept + critical.leased, key=lambda c: c.intent.lane != CRITICAL)
-        if self.guard:
-            self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
+        with self.session_factory() as session:
+            lane_limits = self.guard.lane_limits(session, now, batch_size) if self.guard else None
+            limits = claims.lane_limits_within(batch_size, lane_limits)
+            full = {lane for lane, limit in limits.items() if limit >= batch_size}
+            kept = [claim for claim in ahead.leased if claim.intent.lane in full]
+            unwelcome = [claim for claim in ahead.leased if claim.intent.lane not in full]
+            released = claims.release(session, unwelcome, now)
+            critical_only = {lane: limits[lane] if lane == CRITICAL else 0 for lane in LANES}
+            critical = self._lease_due(session, now, batch_size, critical_only)
+            session.commit()
+            leased = sorted(kept + critical.leased, key=lambda c: c.intent.lane != CRITICAL)
+            if self.guard:
+                self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
         return ClaimedBatch(leased, critical.not_sent + ahead.not_sent), released

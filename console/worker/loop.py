@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from console.config import Settings
@@ -30,7 +30,7 @@ from console.models import utcnow
 from console.ops import instruments
 from console.store import claims
 from console.store.database import make_engine, make_session_factory
-from console.store.send_writes import send_writes_for
+from console.store.serial_writes import SerialWrites, inline_for
 from console.transports.base import OutgoingEmail, Transport
 from console.transports.factory import make_transport
 from console.transports.smtp import envelope_address
@@ -53,7 +53,6 @@ from console.worker.eligibility import EligibilityPolicy
 from console.worker.guard import GuardPolicy, SendGuard
 from console.worker.housekeeping import housekeeping, new_worker_id
 from console.worker.outcome_writer import OutcomeWriter
-from console.worker.record_queue import RecordQueue
 from console.worker.send_budget import SendBudget
 from console.worker.settings import WorkerSettings
 from console.worker.stage_marks import SUPPRESSED_BEFORE_BODY, StageMarks, SuppressedBeforeBody
@@ -83,9 +82,9 @@ class Worker:
         claim_ahead: bool = False,
     ) -> None:
         self.session_factory = session_factory
-        engine = session_factory.kw["bind"]
-        self._writes = send_writes_for(engine, settings.records_per_statement, settings.concurrency)
-        self._records = RecordQueue(self._record_group, self._writes.group_size)
+        self._writes = SerialWrites(
+            session_factory.kw["bind"], settings.concurrency, settings.records_per_statement
+        )
         self.transport = transport
         self.settings = settings
         self._envelope_from = envelope_address(settings.mail_from)
@@ -98,11 +97,12 @@ class Worker:
         self.budget = budget  # the provider's rate and quota; None: unlimited, no statement
         self._crash_if = CrashPoint(crash_at)
         claimer_parts = (self.decisions, lambda: self.clock(), self.worker_id, self.guard)
-        self._claimer = BatchClaimer(settings, *claimer_parts, budget)
-        # the next batch claimed while a full one ends (see claim_ahead)
-        self.claims_ahead = claim_ahead and budget is None and self._writes.concurrent_claims
-        self._ahead_claim = ClaimAhead(self._claimer, self._writes, self._crash_if)
-        self._critical = CriticalCheck(self._claimer, self._writes, enabled=budget is None)
+        self._claimer = BatchClaimer(session_factory, settings, *claimer_parts, budget)
+        # the next batch claimed while a full one ends (PostgreSQL; see claim_ahead)
+        on_postgresql = session_factory.kw["bind"].dialect.name == "postgresql"
+        self.claims_ahead = claim_ahead and on_postgresql and budget is None
+        self._ahead_claim = ClaimAhead(self._claimer, self._crash_if)
+        self._critical = CriticalCheck(self._claimer, enabled=budget is None)  # mid-batch
         relay = getattr(transport, "relay", "relay")
         self._outcomes = OutcomeWriter(settings, self.guard, relay, budget)
         self._refused_lanes: dict[str, dt.datetime] = {}  # lane -> when its intents may go
@@ -111,7 +111,9 @@ class Worker:
         self._housekept_at: dt.datetime | None = None
         self._waiting_for_tokens = False  # the last claim found the send rate's bucket empty
         self._ahead = ComposeAhead(self._compose, settings.concurrency)
-        self._stages = StageMarks(self._writes, self._crash_if, self._ahead.schedule)
+        self._stages = StageMarks(
+            session_factory.kw["bind"], self._crash_if, self._ahead.schedule, settings.concurrency
+        )
         self._stopping = threading.Event()
         self._runner = asyncio.Runner()
         self._owned_engine: Engine | None = None
@@ -156,8 +158,10 @@ class Worker:
             self._runner.run(self._give_back_claimed_ahead())
         finally:
             self._runner.run(self.transport.close())
-            self._runner.run(self._writes.close())
             self._runner.close()
+            self._writes.shutdown()
+            self._stages.shutdown()
+            self._ahead_claim.shutdown()
         if self._owned_engine is not None:
             self._owned_engine.dispose()
 
@@ -165,7 +169,7 @@ class Worker:
         """Heartbeat and sweep, then claim one batch, send it and record each outcome."""
         report = TickReport()
         instruments.record_tick()
-        await self._housekeeping(now, report)
+        self._housekeeping(now, report)
         if self.stopping:
             report.released += await self._give_back_claimed_ahead()
             return report
@@ -178,7 +182,6 @@ class Worker:
         self._crash_if("claimed")
         started = time.perf_counter()
         await self._send_batch(leased, report)
-        await self._ahead_claim.settle()
         if self.stopping:
             report.released += await self._give_back_claimed_ahead()
         log_batch(self.worker_id, report.claimed, report.statuses, time.perf_counter() - started)
@@ -188,7 +191,7 @@ class Worker:
         """T1 (``BatchClaimer``), or the batch claimed ahead and still allowed to go."""
         taken = await self._ahead_claim.take(now)
         if taken is None:
-            batch = await self._writes.in_session(self._claimer.claim, now)
+            batch = self._claimer.claim(now)
             self._waiting_for_tokens = batch.waiting_for_tokens
         else:
             batch, report.released = taken
@@ -196,11 +199,12 @@ class Worker:
         return batch.leased
 
     def _claim_next_ahead(self, leased: int, waiting: int, began: float) -> None:
-        """Claim the next batch in time if this one was full and nothing holds the worker
-        back (see claim_ahead)."""
+        """Claim the next batch in time if this one was full, the database is not next door
+        and nothing holds the worker back (see claim_ahead)."""
         full = leased >= self.settings.batch_size
         held_back = self.stopping or self._refused_lanes or self._ahead_claim.running
-        if self.claims_ahead and full and not held_back:
+        far = not self._writes.inline  # next door the thread costs the sends more than it saves
+        if self.claims_ahead and full and far and not held_back:
             self._ahead_claim.start_in_time(self.clock(), leased - waiting, waiting, began)
 
     async def _give_back_claimed_ahead(self) -> int:
@@ -213,7 +217,7 @@ class Worker:
             log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
         return released
 
-    async def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
+    def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
         """Heartbeat, take back silent workers' leases, match early provider events; commit.
 
         At most once a `HOUSEKEEPING_SECONDS` (a worker draining a backlog ticks many times
@@ -223,16 +227,12 @@ class Worker:
         if last is not None and dt.timedelta(0) <= now - last < HOUSEKEEPING_INTERVAL:
             return
         self._housekept_at = now
-        swept = await self._writes.in_session(self._housekeep, now)
+        with self.session_factory() as session:
+            swept = housekeeping(session, self.worker_id, self.started_at, self.decisions, now)
+            session.commit()
         report.swept += len(swept)
         for lease, decision in swept:
             log_expired_lease(lease, decision)
-
-    def _housekeep(self, session: Session, now: dt.datetime) -> list:
-        """Housekeeping's work in `session`, committed."""
-        swept = housekeeping(session, self.worker_id, self.started_at, self.decisions, now)
-        session.commit()
-        return swept
 
     async def _send_batch(self, leased: list[claims.Claim], report: TickReport) -> None:
         waiting, began = collections.deque(leased), time.monotonic()
@@ -242,8 +242,7 @@ class Worker:
         async def one_connection() -> None:
             while waiting and not self.stopping:
                 claim = waiting.popleft()
-                critical = await self._critical.after_take(waiting, self.clock)
-                if critical is not None:
+                if (critical := self._critical.after_take(waiting, self.clock)) is not None:
                     report.claimed += len(critical.leased)  # due since the claim: next in line
                     report_not_sent(critical.not_sent, report)
                 self._claim_next_ahead(len(leased), len(waiting), began)
@@ -257,23 +256,21 @@ class Worker:
                     await self._process(claim, report)
 
         lanes = min(self.settings.concurrency, len(leased))
+        near = inline_for(self._stages.mark_seconds)  # the database answers within 0.5 ms
+        self._writes.run_inline(near)
+        self._stages.run_inline(near)
         self._ahead.start(waiting)
         self._critical.start()
         try:
             await asyncio.gather(*(one_connection() for _ in range(lanes)))
         finally:
             self._ahead.stop()
-            try:
-                await self._records.drain()  # every record of the batch, in order
-            finally:
-                await self._writes.end_batch()
+            self._critical.stop()
+            await self._writes.drain()  # every record of the batch, in order
+            await self._writes.release_connection()
+            self._stages.close()
             self._count_reconnects()
-        if waiting or held_back:
-            give_back = self._claimer.give_back
-            now = self.clock()
-            report.released += await self._writes.in_session(
-                give_back, list(waiting), held_back, now
-            )
+        report.released += self._claimer.give_back(list(waiting), held_back, self.clock())
 
     def _count_reconnects(self) -> None:
         """Add the connections the transport replaced since the last batch to /metrics."""
@@ -312,10 +309,10 @@ class Worker:
             deferral = self.guard.note_domain_outcome(recipient, outcome_name, result, now)
         self._crash_if("before_record")
         outcome = FinishedAttempt(claim, result, classification, decision, now, deferral)
-        await self._records.room()  # outcomes waiting for their record: two groups at most
-        if self._records.waiting:  # this outcome would join others not yet recorded
+        await self._writes.room()  # outcomes waiting for their record: two groups at most
+        if self._writes.waiting:  # this outcome would join others not yet recorded
             self._crash_if("record_group")
-        self._records.post((outcome, report))
+        self._writes.post_grouped(self._record_all, (outcome, report), self._record_on_socket)
 
     def _wait_uncharged(self, claim: claims.Claim, reason: str, now: dt.datetime) -> Decision:
         """The relay refused the session: the intent waits, the rest of its lane too."""
@@ -343,7 +340,12 @@ class Worker:
             provider=self.settings.provider,
         )
 
-    async def _record_group(self, finished: Finished) -> None:
-        """T2 of attempts, one or several in one statement, then a log line each."""
+    def _record_all(self, connection: Connection, finished: Finished):
+        """T2 of attempts, one or several in one statement (SerialWrites says in which
+        thread and how many), then a log line each."""
+        report_records(finished, self._outcomes.write_all(connection, [o for o, _ in finished]))
+
+    async def _record_on_socket(self, connection: Connection, finished: Finished):
+        """``_record_all`` with the statement on the connection's socket (next door)."""
         outcomes = [outcome for outcome, _ in finished]
-        report_records(finished, await self._writes.record(outcomes, self._outcomes))
+        report_records(finished, await self._outcomes.write_all_on_socket(connection, outcomes))

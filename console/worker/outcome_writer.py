@@ -1,4 +1,4 @@
-"""T2 and what follows it (``console.store.send_writes`` runs it on the worker's database).
+"""T2 and what follows it (console.store.serial_writes says in which thread it runs).
 
 For each finished attempt: record the outcome (compare-and-set on the lease), put a
 mailbox the relay called unknown on the suppression list, feed the breaker and the
@@ -6,12 +6,18 @@ per-domain back-off, halve the shared send rate after a throttling reply, and ra
 the alerts that name the relay's reply. A refusal of the session
 (``Classification.blames_session``) is not recorded as an attempt: the lane's breaker
 opens at once, the intent waits uncharged, an operator is told.
+
+Records of one batch may run in several threads at once: the compare-and-set of each
+needs nothing of the others, and what follows it (the breaker's memory, the shared
+rate, suppressions, alerts) runs under one lock, one record at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Sequence
+import threading
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
@@ -26,6 +32,9 @@ from console.worker.guard import SendGuard
 from console.worker.send_budget import SendBudget
 from console.worker.settings import WorkerSettings
 from console.worker.tick import FinishedAttempt
+
+if TYPE_CHECKING:
+    from console.store.socket_records import SocketRecords
 
 log = logging.getLogger("console.worker.loop")
 
@@ -44,30 +53,59 @@ class OutcomeWriter:
         self.guard = guard
         self.relay = relay
         self.budget = budget
+        self._after_record = threading.Lock()  # what follows a record: one at a time
+        self._socket_records: SocketRecords | None = None  # on the event loop's connection
 
     def write(self, connection: Connection, outcome: FinishedAttempt) -> bool:
         """Record `outcome`; False when this worker's lease was lost (a stale write)."""
         if outcome.classification.blames_session:
-            return self._hold_after_session_refusal(connection, outcome)
+            with self._after_record:
+                return self._hold_after_session_refusal(connection, outcome)
         claim, result, classification = outcome.claim, outcome.result, outcome.classification
         recorded = attempt_records.record_outcome(
             connection, claim, result, classification, outcome.decision, outcome.now
         )
-        if recorded:
+        if not recorded:
+            return False
+        with self._after_record:
             self._after_recorded(connection, outcome)
-        return recorded
+        return True
 
-    @staticmethod
-    def recordable(outcomes: Sequence[FinishedAttempt]) -> list[dict]:
-        """The record values of the outcomes a record statement carries (a refused session
-        is held instead, ``write``)."""
-        return [_values(o) for o in outcomes if not o.classification.blames_session]
+    def write_all(self, connection: Connection, outcomes: list[FinishedAttempt]) -> list[bool]:
+        """Record several outcomes, in one statement on PostgreSQL; ``write``'s answer for
+        each. A refused session is held as ``write`` holds it, one at a time."""
+        if len(outcomes) == 1:
+            return [self.write(connection, outcomes[0])]
+        records = _recordable(outcomes)
+        recorded = attempt_records.record_all(connection, records) if records else set()
+        return self._after_all(connection, outcomes, recorded)
 
-    def after_all(
+    async def write_all_on_socket(
+        self, connection: Connection, outcomes: list[FinishedAttempt]
+    ) -> list[bool]:
+        """``write_all`` with the records' statement on the socket of `connection`, the event
+        loop's (PostgreSQL next door): the loop goes on sending while it is written."""
+        from console.store.socket_records import SocketRecords  # psycopg: PostgreSQL only
+
+        statement = self._socket_records
+        if statement is None or statement.connection is not connection:
+            statement = self._socket_records = SocketRecords(connection)
+        records = _recordable(outcomes)
+        try:
+            recorded = await statement.record_all(records) if records else set()
+        except asyncio.CancelledError:
+            statement.abandon()  # not given back to the pool mid-statement
+            raise
+        except Exception:
+            self._socket_records = None  # its connection is closed
+            raise
+        return self._after_all(connection, outcomes, recorded)
+
+    def _after_all(
         self, connection: Connection, outcomes: list[FinishedAttempt], recorded: set[int]
     ) -> list[bool]:
-        """After one statement recorded `outcomes` (the attempt ids of those `recorded`): a
-        refused session held, what each recorded one calls for; ``write``'s answer for each."""
+        """After the records of `outcomes` (the attempt ids of those `recorded`): a refused
+        session held, what each recorded one calls for; ``write``'s answer for each."""
         written = []
         for outcome in outcomes:
             if outcome.classification.blames_session:
@@ -75,7 +113,8 @@ class OutcomeWriter:
                 continue
             written.append(outcome.claim.attempt_id in recorded)
             if written[-1]:
-                self._after_recorded(connection, outcome)
+                with self._after_record:
+                    self._after_recorded(connection, outcome)
         return written
 
     def _after_recorded(self, connection: Connection, outcome: FinishedAttempt) -> None:
@@ -126,6 +165,12 @@ class OutcomeWriter:
             )
             session.commit()
         return released
+
+
+def _recordable(outcomes: list[FinishedAttempt]) -> list[dict]:
+    """The record values of the outcomes a record statement carries (a refused session is
+    held instead, ``write``)."""
+    return [_values(o) for o in outcomes if not o.classification.blames_session]
 
 
 def _values(outcome: FinishedAttempt) -> dict:

@@ -54,7 +54,7 @@ class WorkerSettings:
     @property
     def records_per_statement(self) -> int:
         """The most records that wait for each other to go in one statement, next to
-        PostgreSQL (``store.send_writes``): ``record_group``, else 2 a connection when
+        PostgreSQL (``store.serial_writes``): ``record_group``, else 2 a connection when
         the worker has several (one connection gained nothing measurable), else 1."""
         if self.record_group is not None:
             return self.record_group

@@ -39,17 +39,7 @@ def test_a_claim_with_every_breaker_closed_is_one_transaction(session_factory, m
     worker = make_worker(MemoryTransport(), guard_policy=GuardPolicy())  # as in production
     engine = session_factory.kw["bind"]
 
-    writes = worker._writes  # on PostgreSQL the worker claims through its asyncio engine
-    engine = (
-        getattr(writes, "_engine", engine).sync_engine
-        if engine.dialect.name == "postgresql"
-        else engine
-    )
-
-    def claim():
-        return worker._runner.run(writes.in_session(worker._claimer.claim, clock()))
-
-    statements, ends = statements_of_a_claim(engine, claim)
+    statements, ends = statements_of_a_claim(engine, lambda: worker._claimer.claim(clock()))
 
     assert ends == ["COMMIT"], "the breakers' read ends no transaction of its own"
     if engine.dialect.name == "postgresql":

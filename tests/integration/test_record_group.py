@@ -21,9 +21,8 @@ from console.core.send_result import SendResult
 from console.models import Attempt, Intent, Suppression
 from console.store import attempt_records
 from console.store.database import make_engine
-from console.store.record_arrays import RECORD_BATCH_IF_MOVED, as_arrays
-from console.store.send_writes import send_writes_for
-from console.store.send_writes_postgres import PostgresSendWrites
+from console.store.serial_writes import GROUP_WAIT_SECONDS, SerialWrites
+from console.store.socket_records import SocketRecords
 from console.transports.memory import MemoryTransport
 from console.vocabulary import (
     ACCEPTED,
@@ -38,7 +37,6 @@ from console.vocabulary import (
     SUBMITTED,
     TRANSIENT,
 )
-from console.worker.record_queue import RecordQueue
 from console.worker.settings import WorkerSettings
 from tests.integration.test_claim_queries import T0, lease_all, load, lock, queue, seconds
 from tests.support.orders import enqueue_orders
@@ -104,12 +102,6 @@ def row_values(session_factory, intent_id: int) -> tuple[tuple, tuple]:
     )
 
 
-def record_all(connection, records) -> set[int]:
-    """The records' statement as the PostgreSQL send writes run it: the attempt ids recorded."""
-    rows = connection.execute(RECORD_BATCH_IF_MOVED, as_arrays(records))
-    return {attempt_id for (attempt_id,) in rows}
-
-
 @PG
 def test_one_statement_writes_what_the_records_one_by_one_write(engine, session_factory, session):
     kinds = outcomes_of_each_kind(T0 + seconds(3))
@@ -128,7 +120,7 @@ def test_one_statement_writes_what_the_records_one_by_one_write(engine, session_
             attempt_records.record_values(claim, result, classification, decision, now)
             for claim, (result, classification, decision) in zip(together, kinds, strict=True)
         ]
-        recorded = record_all(connection, values)
+        recorded = attempt_records.record_all(connection, values)
     finally:
         connection.close()
 
@@ -158,8 +150,8 @@ def test_a_record_whose_lease_was_taken_is_left_as_it_is_and_the_others_go(
     ]
     connection = attempt_records.writer(engine)
     try:
-        recorded = record_all(connection, values)
-        assert record_all(connection, values) == set(), "recorded once"
+        recorded = attempt_records.record_all(connection, values)
+        assert attempt_records.record_all(connection, values) == set(), "recorded once"
     finally:
         connection.close()
 
@@ -171,83 +163,164 @@ def test_a_record_whose_lease_was_taken_is_left_as_it_is_and_the_others_go(
         assert load(session_factory, intent_id)[0].status == SUBMITTED
 
 
-# --- RecordQueue: who waits for whom ---
+def test_record_all_needs_postgresqls_autocommit_connection(tmp_path):
+    engine = make_engine(f"sqlite:///{tmp_path / 'r.db'}")
+    with engine.connect() as connection, pytest.raises(ValueError, match="PostgreSQL"):
+        attempt_records.record_all(connection, [])
+    engine.dispose()
 
 
-def recording_queue(group: int, answered: asyncio.Event | None = None):
-    """A RecordQueue in groups of `group` whose writes wait for `answered` (when given)
-    and fail on item 99; `calls` says what was sent and answered."""
-    calls: list[list] = []
+# --- SerialWrites: who waits for whom ---
 
-    async def write_group(items) -> None:
+
+def grouping_writes(engine, group: int, inline: bool = True):
+    """SerialWrites with `group`, and the list of item lists its write function got."""
+    writes = SerialWrites(engine, threads=4, group=group)
+    writes.run_inline(inline)
+    calls: list[list[int]] = []
+    return writes, calls, lambda connection, items: calls.append(list(items))
+
+
+@pytest.mark.postgres
+def test_next_door_records_wait_for_a_full_group_or_a_moment_then_go_in_one_call(postgres_url):
+    engine = make_engine(postgres_url)
+    writes, calls, write_all = grouping_writes(engine, group=3)
+
+    async def batch() -> None:
+        for number in range(3):
+            writes.post_grouped(write_all, number)
+        await asyncio.sleep(0)
+        assert calls == [[0, 1, 2]], "a full group goes at the next turn of the loop"
+        writes.post_grouped(write_all, 3)
+        await asyncio.sleep(GROUP_WAIT_SECONDS / 2)
+        assert calls == [[0, 1, 2]], "a group not yet full waits"
+        await asyncio.sleep(GROUP_WAIT_SECONDS)
+        assert calls == [[0, 1, 2], [3]], "then goes as it is"
+        writes.post_grouped(write_all, 4)
+        writes.post(lambda connection: calls.append(["alone"]))
+        writes.post_grouped(write_all, 5)
+        await writes.drain()  # the end of the batch: nothing waits
+
+    asyncio.run(batch())
+    assert calls == [[0, 1, 2], [3], [4], ["alone"], [5]], "in order, a plain write between"
+    writes.shutdown()
+    engine.dispose()
+
+
+def socket_writes(postgres_url):
+    """Writes next door in groups of 2 whose form on the socket (`on_socket`) is answered
+    once `answered` is set (item 99: an error); `calls` says what was sent, answered."""
+    engine = make_engine(postgres_url)
+    writes, calls, write_all = grouping_writes(engine, group=2)
+    answered = asyncio.Event()
+
+    async def on_socket(connection, items) -> None:
         calls.append(["sent", *items])
-        if answered is not None:
-            await answered.wait()  # the database has not answered yet
+        await answered.wait()  # the database has not answered yet
         if 99 in items:
             raise RuntimeError("the statement failed")
         calls.append(["answered", *items])
 
-    return RecordQueue(write_group, group), calls
+    return engine, writes, calls, write_all, answered, on_socket
 
 
-def test_records_posted_while_one_is_out_go_together_and_in_order():
-    async def batch():
-        answered = asyncio.Event()
-        queue, calls = recording_queue(3, answered)
-        queue.post(0)
-        await asyncio.sleep(0)
-        for number in range(1, 6):
-            queue.post(number)  # while the first is out
-        assert queue.waiting == 6
+@pytest.mark.postgres
+def test_a_group_on_the_socket_holds_back_the_writes_after_it_until_answered(postgres_url):
+    engine, writes, calls, write_all, answered, on_socket = socket_writes(postgres_url)
+
+    async def batch() -> None:
+        writes.post_grouped(write_all, 0, on_socket)
+        writes.post_grouped(write_all, 1, on_socket)
+        writes.post(lambda connection: calls.append(["plain"]))
+        writes.post_grouped(write_all, 2, on_socket)
+        writes.post_grouped(write_all, 3, on_socket)
+        for _ in range(5):
+            await asyncio.sleep(0)  # the loop goes on while the first group waits
+        assert calls == [["sent", 0, 1]], "nothing after it runs before its answer"
         answered.set()
-        await queue.drain()
-        assert queue.waiting == 0
-        return calls
+        await writes.drain()
+        writes.post_grouped(write_all, 99, on_socket)
+        with pytest.raises(RuntimeError, match="failed"):
+            await writes.drain()
 
-    calls = asyncio.run(batch())
-    sent = [call[1:] for call in calls if call[0] == "sent"]
-    assert sent == [[0], [1, 2, 3], [4, 5]], "in order, a group's worth at most"
+    asyncio.run(batch())
+    assert calls[1:4] == [["answered", 0, 1], ["plain"], ["sent", 2, 3]]
+    assert calls[4:] == [["answered", 2, 3], ["sent", 99]]
+    writes.shutdown()
+    engine.dispose()
 
 
-def test_behind_a_group_out_a_full_group_makes_the_senders_wait():
-    async def batch():
-        answered = asyncio.Event()
-        queue, calls = recording_queue(2, answered)
-        queue.post(0)
+@pytest.mark.postgres
+def test_behind_a_group_on_the_socket_a_full_group_makes_the_senders_wait(postgres_url):
+    engine, writes, calls, write_all, answered, on_socket = socket_writes(postgres_url)
+
+    async def batch() -> None:
+        for number in range(2):
+            writes.post_grouped(write_all, number, on_socket)
         await asyncio.sleep(0)
-        await asyncio.wait_for(queue.room(), 1)  # one out, none behind it: room
-        queue.post(1)
-        queue.post(2)
-        waiting = asyncio.ensure_future(queue.room())
+        await asyncio.wait_for(writes.room(), 1)  # one group out, none behind it: room
+        for number in range(2, 4):
+            writes.post_grouped(write_all, number, on_socket)
+        waiting = asyncio.ensure_future(writes.room())
         for _ in range(5):
             await asyncio.sleep(0)
         assert not waiting.done(), "a full group waits behind the one out: no room"
         answered.set()
         await asyncio.wait_for(waiting, 1)
-        await queue.drain()
-        return calls
+        assert ["sent", 2, 3] in calls, "the group behind went out, making room"
+        await writes.drain()
 
-    assert ["sent", 1, 2] in asyncio.run(batch())
+    asyncio.run(batch())
+    writes.shutdown()
+    engine.dispose()
 
 
-def test_an_error_reaches_drain_and_the_records_behind_it_are_still_written():
-    async def batch():
-        queue, calls = recording_queue(1)
-        for number in (1, 99, 2):
-            queue.post(number)
-        with pytest.raises(RuntimeError, match="failed"):
-            await queue.drain()
-        await queue.drain()  # raised once
-        return calls
+@pytest.mark.postgres
+def test_a_group_on_the_socket_cancelled_stays_cancelled_and_starts_nothing_more(postgres_url):
+    engine, writes, calls, write_all, _, on_socket = socket_writes(postgres_url)  # unanswered
 
-    calls = asyncio.run(batch())
-    assert ["answered", 2] in calls and ["answered", 1] in calls
+    async def batch() -> None:
+        for number in range(4):
+            writes.post_grouped(write_all, number, on_socket)
+        while not calls:
+            await asyncio.sleep(0)
+        writes._on_socket.cancel()
+        await asyncio.sleep(0.01)
+
+    asyncio.run(batch())
+    assert calls == [["sent", 0, 1]], "the group behind it was not started on a closing loop"
+    assert writes._on_socket is None
+    engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_far_database_or_a_group_of_one_records_each_alone(postgres_url):
+    engine = make_engine(postgres_url)
+    for group, inline in ((3, False), (1, True)):
+        writes, calls, write_all = grouping_writes(engine, group=group, inline=inline)
+
+        async def batch(writes=writes, write_all=write_all) -> None:
+            for number in range(3):
+                writes.post_grouped(write_all, number)
+            await writes.drain()
+
+        asyncio.run(batch())
+        assert sorted(calls) == [[0], [1], [2]], (group, inline)
+        writes.shutdown()
+    engine.dispose()
 
 
 def test_on_sqlite_each_record_goes_alone(tmp_path):
-    engine = make_engine(f"sqlite:///{tmp_path / 'g.db'}")
-    assert send_writes_for(engine, 8).group_size == 1
-    engine.dispose()
+    writes, calls, write_all = grouping_writes(make_engine(f"sqlite:///{tmp_path / 'g.db'}"), 3)
+
+    async def batch() -> None:
+        for number in range(3):
+            writes.post_grouped(write_all, number)
+        await writes.drain()
+
+    asyncio.run(batch())
+    assert calls == [[0], [1], [2]]
+    writes.shutdown()
 
 
 # --- the worker ---
@@ -255,16 +328,30 @@ def test_on_sqlite_each_record_goes_alone(tmp_path):
 
 @pytest.fixture
 def record_sizes(monkeypatch) -> list[int]:
-    """How many records each statement of the PostgreSQL send writes carried."""
+    """How many records each statement of several carried (``attempt_records.record_all``,
+    ``SocketRecords.record_all``)."""
     sizes: list[int] = []
-    record_all = PostgresSendWrites._record_all
+    record_all = attempt_records.record_all
 
-    async def counted(statement, connection, records):
+    def counted(connection, records):
         sizes.append(len(records))
-        return await record_all(statement, connection, records)
+        return record_all(connection, records)
 
-    monkeypatch.setattr(PostgresSendWrites, "_record_all", staticmethod(counted))
+    monkeypatch.setattr(attempt_records, "record_all", counted)
+    on_socket = SocketRecords.record_all  # the event loop's records next door
+
+    async def counted_on_socket(self, records):
+        sizes.append(len(records))
+        return await on_socket(self, records)
+
+    monkeypatch.setattr(SocketRecords, "record_all", counted_on_socket)
     return sizes
+
+
+def next_door(worker) -> None:
+    """As if the last marks had come back within 0.2 ms (a busy test machine may be slower):
+    the worker's next batch records in the event loop's thread, together."""
+    worker._stages._note_mark_seconds(0.0002)
 
 
 def test_by_default_two_records_a_connection_wait_for_each_other():
@@ -286,8 +373,9 @@ def test_a_worker_with_four_connections_records_in_groups_and_sends_each_once(
     transport = MemoryTransport()
     worker = make_worker(transport, batch_size=20, concurrency=4)
 
+    next_door(worker)
     while worker.run_once().claimed:
-        pass
+        next_door(worker)
 
     assert sorted(email.recipient for email in transport.sent) == sorted(recipients)
     with session_factory() as session:
@@ -327,10 +415,11 @@ def test_a_group_of_every_kind_of_outcome_writes_what_each_calls_for(
     worker = make_worker(transport, batch_size=10, concurrency=4)
     addresses = ["ok@example.com", "retry@example.com", "gone@example.com", "refused@example.com"]
     enqueue_orders(session_factory, [*addresses, "later@example.com"])
+    next_door(worker)
 
     report = worker.run_once()
 
-    assert sum(record_sizes) == 3, "accepted, retried, refused recorded; the session refusal held"
+    assert record_sizes == [3], "accepted, retried and refused together; the refused session alone"
     with session_factory() as session:
         rows = session.execute(select(Intent.recipient, Intent.status, Intent.attempt_count))
         by_recipient = {recipient: (status, count) for recipient, status, count in rows}

@@ -20,24 +20,17 @@ class TimedClaimer:
         self.claim_seconds = claim_seconds
         self.claims: list[dt.datetime] = []
 
-    def claim(self, session, now, guarded=True) -> ClaimedBatch:
+    def claim(self, now, *, guarded=True) -> ClaimedBatch:
         self.claims.append(now)
         return ClaimedBatch([], [])
 
-    def give_back(self, session, leased, held_back, now) -> int:
+    def give_back(self, leased, held_back, now) -> int:
         return len(leased)
-
-
-class NoDatabase:
-    """Runs the claimer's work with no session."""
-
-    async def in_session(self, work, *args):
-        return work(None, *args)
 
 
 def started(claim_seconds: float | None, taken: int, waiting: int, seconds_so_far: float):
     claimer = TimedClaimer(claim_seconds)
-    ahead = ClaimAhead(claimer, NoDatabase(), lambda point: None)
+    ahead = ClaimAhead(claimer, lambda point: None)
 
     async def one_pop() -> bool:
         ahead.start_in_time(NOW, taken, waiting, time.monotonic() - seconds_so_far)
@@ -45,7 +38,10 @@ def started(claim_seconds: float | None, taken: int, waiting: int, seconds_so_fa
         await ahead.give_back(NOW)
         return running
 
-    return asyncio.run(one_pop())
+    try:
+        return asyncio.run(one_pop())
+    finally:
+        ahead.shutdown()
 
 
 def test_not_while_the_emails_waiting_take_longer_than_a_claim():

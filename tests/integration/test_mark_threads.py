@@ -1,5 +1,5 @@
-"""A data_sent mark that waits on the database holds back only its own body, never the
-other connections' sends."""
+"""The data_sent mark to a database across a network: in a thread, so a slow mark holds
+back only its own body, never the other connections' sends."""
 
 from __future__ import annotations
 
@@ -54,18 +54,38 @@ class MarkHeldBack(MemoryTransport):
 
 
 @pytest.mark.postgres
-def test_a_mark_waiting_on_the_database_holds_back_only_its_own_body(postgres_url, make_worker):
+@pytest.mark.parametrize(
+    ("mark_seconds", "first_sent"),
+    [(0.01, "b@example.com"), (0.0002, "a@example.com")],
+    ids=["database far: marks in threads", "database near: marks in the loop"],
+)
+def test_a_mark_waiting_on_the_database_holds_back_only_its_own_body(
+    postgres_url, make_worker, mark_seconds, first_sent
+):
     engine = make_engine(postgres_url)
     factory = make_session_factory(engine)
     enqueue_orders(factory, ["a@example.com", "b@example.com"])
     transport = MarkHeldBack(engine, held="a@example.com")
     worker = make_worker(transport, session_factory=factory, concurrency=2)
+    worker._stages._mark_seconds = mark_seconds  # as measured over the batches before
 
     worker.run_once()
 
-    assert transport.sent[0].recipient == "b@example.com", "b went while a's mark waited"
+    assert worker._stages.inline is (mark_seconds < 0.001)
+    assert transport.sent[0].recipient == first_sent
     with factory() as session:
         assert set(session.scalars(select(Intent.status))) == {SUBMITTED}
     for locker in transport.lockers:
         locker.join(10)
+    engine.dispose()
+
+
+def test_on_sqlite_the_marks_always_run_in_the_loop(make_worker, sqlite_url):
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    enqueue_orders(factory, ["a@example.com", "b@example.com"])
+    worker = make_worker(MemoryTransport(), session_factory=factory, concurrency=2)
+    worker._stages._mark_seconds = 0.01
+    worker.run_once()
+    assert worker._stages.inline
     engine.dispose()

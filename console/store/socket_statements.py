@@ -1,0 +1,184 @@
+"""PostgreSQL next door: one prepared statement run on a connection's socket while the
+event loop goes on (the ``data_sent`` mark, ``socket_marks``; the grouped records,
+``socket_records``).
+
+A statement run by the driver stops the event loop until PostgreSQL answers, and next
+door on two shared cores that wait is several times the statement's own work. Here it
+is sent with libpq's asynchronous calls (``send_query_prepared``) and its answer read
+when the socket is readable (``add_reader``); the connection is in autocommit mode, so
+the answer means committed.
+
+One statement at a time on one connection: a run that comes while another is in flight
+waits for it. The statement is prepared once per database session, and again if psycopg
+deallocated it (it answers a rollback with ``DEALLOCATE ALL`` once it has prepared
+statements of its own; nothing ran then). Errors are raised as SQLAlchemy raises the
+driver's (``DBAPIError``); after one the connection must be closed, as after any failed
+statement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+import time
+from collections.abc import Callable
+
+from psycopg import errors as psycopg_errors
+from psycopg import pq
+from sqlalchemy import Connection
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql import ClauseElement
+
+_BIND = re.compile(r"%\((\w+)\)s")
+
+
+@functools.cache
+def numbered(statement: ClauseElement, dialect: Dialect) -> tuple[bytes, tuple[str, ...], dict]:
+    """`statement`'s SQL with $1, $2... for its bind parameters, their names in order, and
+    the values the statement fixes itself; compiled once per dialect."""
+    compiled = statement.compile(dialect=dialect)
+    names: list[str] = []
+
+    def number(match: re.Match) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    sql = _BIND.sub(number, compiled.string).replace("%%", "%")
+    return sql.encode(), tuple(names), dict(compiled.params)
+
+
+class SocketStatement:
+    """One prepared statement, run on one PostgreSQL connection (autocommit) without
+    stopping the event loop."""
+
+    def __init__(self, connection: Connection, name: bytes, sql: bytes, label: str) -> None:
+        self.connection = connection
+        self.label = label  # names the statement in its errors
+        dbapi_connection = connection.connection.dbapi_connection
+        self._pgconn = dbapi_connection.pgconn
+        self.encoding = dbapi_connection.info.encoding
+        self._name, self._sql = name, sql
+        self._in_flight: asyncio.Future | None = None  # the answer of the run sent last
+        self._results: list[pq.PGresult] = []  # of the run in flight, read so far
+        self._socket = -1  # the socket the answer is read from
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop that reads it
+        info, prepared = connection.connection.info, f"console.prepared.{name.decode()}"
+        if not info.get(prepared):  # in the DBAPI connection's info: prepared there
+            self._prepare()
+            info[prepared] = True
+
+    async def run(
+        self, parameters: list[bytes | None], timed: Callable[[float], None] | None = None
+    ) -> pq.PGresult:
+        """Run the statement with `parameters` (text, in $ order; None: NULL) once no other
+        run is in flight; its committed result. `timed` is told the seconds from sending
+        it to reading its answer."""
+        try:
+            return await self._sent(parameters, timed)
+        except DBAPIError as error:
+            if not isinstance(error.orig, psycopg_errors.InvalidSqlStatementName):
+                raise
+            # Gone although prepared here: psycopg answers a rollback on this connection with
+            # DEALLOCATE ALL once it prepared statements of its own. Nothing ran: again.
+            return await self._sent(parameters, timed, prepare_first=True)
+
+    @property
+    def in_flight(self) -> bool:
+        """True while a run's answer has not been read."""
+        return self._in_flight is not None
+
+    def abandon(self) -> None:
+        """Stop reading a run still in flight (its sender was cancelled, the batch is over):
+        the connection is invalidated, not given back to the pool mid-statement."""
+        if self._in_flight is None:
+            return
+        self._loop.remove_reader(self._socket)
+        if not self._in_flight.done():
+            self._in_flight.cancel()
+        self._in_flight = None
+        self.connection.invalidate()
+
+    async def _sent(self, parameters, timed, prepare_first=False) -> pq.PGresult:
+        """Send a run once no other is in flight (prepared again first if asked); its
+        answer, or its error as SQLAlchemy's."""
+        while self._in_flight is not None:  # one statement at a time on the connection
+            await asyncio.wait([self._in_flight])
+        if prepare_first:  # nothing in flight: the blocking prepare reads only its own answer
+            self._prepare()
+        loop = asyncio.get_running_loop()
+        try:
+            self._pgconn.send_query_prepared(self._name, parameters)
+            self._pgconn.flush()
+        except Exception as error:
+            raise self._wrapped(error) from error
+        answer = self._in_flight = loop.create_future()
+        self._results = []
+        started = time.perf_counter()
+        self._loop = loop
+        self._socket = self._pgconn.socket  # libpq closes its own when the server hangs up
+        loop.add_reader(self._socket, self._read, loop, answer, started, timed)
+        # A cancelled sender stops waiting; the answer is still read and the next run waits
+        # for it (a mark committed then only makes its attempt look sent: ambiguous).
+        return await asyncio.shield(answer)
+
+    def _read(self, loop, answer: asyncio.Future, started: float, timed) -> None:
+        """The socket is readable: take what came; once the answer is whole, hand it over."""
+        pgconn = self._pgconn
+        try:
+            pgconn.consume_input()
+            if pgconn.status == pq.ConnStatus.BAD:  # the server hung up (libpq closed it)
+                raise psycopg_errors.OperationalError(
+                    f"the connection was lost: {pgconn.get_error_message(self.encoding)}"
+                )
+            while not pgconn.is_busy():
+                result = pgconn.get_result()
+                if result is None:  # the answer is whole
+                    loop.remove_reader(self._socket)
+                    if timed is not None:
+                        timed(time.perf_counter() - started)
+                    self._in_flight = None
+                    answer.set_result(self._checked(self._results))
+                    return
+                self._results.append(result)
+        except Exception as error:  # noqa: BLE001 - raised to the awaiting run
+            loop.remove_reader(self._socket)
+            self._in_flight = None
+            try:
+                error = self._wrapped(error)
+            finally:  # whatever happens, the run waiting for this answer gets one
+                if not answer.done():
+                    answer.set_exception(error)
+
+    def _checked(self, results: list) -> pq.PGresult:
+        for result in results:
+            if result.status not in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK):
+                raise psycopg_errors.error_from_result(result, encoding=self.encoding)
+        return results[-1]
+
+    def _prepare(self) -> None:
+        """Prepare the statement on this session (blocking; once per connection, unless the
+        driver deallocated it)."""
+        try:
+            self._pgconn.send_prepare(self._name, self._sql)
+            results = []
+            while (result := self._pgconn.get_result()) is not None:
+                results.append(result)
+            self._checked(results)
+        except Exception as error:
+            raise self._wrapped(error) from error
+
+    def _wrapped(self, error: Exception) -> Exception:
+        """The driver's error as SQLAlchemy's; a broken connection is invalidated."""
+        if isinstance(error, DBAPIError):
+            return error
+        dialect = self.connection.dialect
+        if not isinstance(error, dialect.loaded_dbapi.Error):
+            error = psycopg_errors.OperationalError(str(error))
+        if dialect.is_disconnect(error, self.connection.connection.dbapi_connection, None):
+            self.connection.invalidate(error)
+        return DBAPIError.instance(
+            self.label, None, error, dialect.loaded_dbapi.Error, hide_parameters=True
+        )
