@@ -7,7 +7,7 @@ target and wherever its reason or details quote it.
 
 An address is found in any letter case and in each form text holds it in
 (``written_forms``): plain, URL-encoded (a search's query string in an export's
-target) and JSON-escaped (``\\u0040``, non-ASCII letters as ``\\uXXXX``).
+target) and JSON-escaped (``\\u0040``, non-ASCII letters as their ``\\u`` escapes).
 """
 
 from __future__ import annotations

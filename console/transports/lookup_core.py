@@ -14,7 +14,7 @@ from typing import Protocol
 
 import httpx
 
-from console.core.asking import FAILED, Question
+from console.core.asking import FAILED, FOUND, NOT_FOUND, Question
 from console.events import ReportedEvent
 from console.transports.answers import Reply, clean_text
 
@@ -28,6 +28,13 @@ class Finding:
     said: str  # console.core.asking: FOUND, NOT_FOUND or FAILED
     events: tuple[ReportedEvent, ...] = ()
     detail: str = ""
+
+    @classmethod
+    def of(cls, provider: str, events: tuple[ReportedEvent, ...]) -> Finding:
+        """FOUND with `events`, or NOT_FOUND when `provider` listed none of ours."""
+        if not events:
+            return cls(NOT_FOUND, detail=f"{provider} has no record of it")
+        return cls(FOUND, events, detail=f"found by asking {provider}")
 
 
 class LookupApi(Protocol):

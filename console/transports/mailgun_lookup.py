@@ -15,7 +15,7 @@ import base64
 import datetime as dt
 from urllib.parse import quote, urlencode
 
-from console.core.asking import FOUND, NOT_FOUND, Question
+from console.core.asking import Question
 from console.events import EventRejected, ReportedEvent
 from console.events.mailgun import parse_event
 from console.transports.answers import Reply, json_object
@@ -50,9 +50,7 @@ class MailgunLookupApi:
         if not isinstance(items, list):
             return Finding(FAILED, detail="the answer is not Mailgun's event log")
         events = tuple(e for e in map(_parsed, items[:PAGE]) if _about(e, question))
-        if not events:
-            return Finding(NOT_FOUND, detail="Mailgun has no record of it")
-        return Finding(FOUND, events, detail="found by asking Mailgun")
+        return Finding.of("Mailgun", events)
 
 
 def _parsed(item: object) -> ReportedEvent | None:

@@ -15,7 +15,7 @@ import datetime as dt
 from typing import Any
 from urllib.parse import urlencode
 
-from console.core.asking import FOUND, NOT_FOUND, Question
+from console.core.asking import Question
 from console.events import ACCEPTED, ReportedEvent
 from console.events.metadata import REFERENCE_KEY, reference_for, reference_in
 from console.transports.answers import Reply, clean_id, clean_text, json_object
@@ -55,9 +55,7 @@ class PostmarkLookupApi:
         events = tuple(
             _event(m, question, reference) for m in messages[:PAGE] if _is_ours(m, reference)
         )
-        if not events:
-            return Finding(NOT_FOUND, detail="Postmark has no record of it")
-        return Finding(FOUND, events, detail="found by asking Postmark")
+        return Finding.of("Postmark", events)
 
 
 def _is_ours(message: Any, reference: str) -> bool:

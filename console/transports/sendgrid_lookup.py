@@ -17,7 +17,7 @@ import re
 from typing import Any
 from urllib.parse import urlencode
 
-from console.core.asking import FOUND, NOT_FOUND, Question
+from console.core.asking import Question
 from console.events import ACCEPTED, ReportedEvent
 from console.events.metadata import REFERENCE_KEY, reference_for
 from console.transports.answers import Reply, clean_id, clean_text, json_object
@@ -55,9 +55,7 @@ class SendGridLookupApi:
         events = tuple(
             _event(m, question, reference) for m in messages[:PAGE] if _is_ours(m, question)
         )
-        if not events:
-            return Finding(NOT_FOUND, detail="SendGrid has no record of it")
-        return Finding(FOUND, events, detail="found by asking SendGrid")
+        return Finding.of("SendGrid", events)
 
 
 def _is_ours(message: Any, question: Question) -> bool:
