@@ -9,9 +9,8 @@ from flask import Flask, request
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from console import outbox, web
+from console import logs, outbox, web
 from console.config import load_settings
-from console.ops import logs
 from console.paths import MIGRATIONS_DIR, STATIC_DIR, TEMPLATES_DIR, instance_dir
 from console.store import database
 from console.web import busy, input_guards

@@ -6,7 +6,7 @@ alone), ``db`` (ops/db_commands), ``user`` (ops/user_commands), ``prune``, ``for
 Flask's own (``run``, ``shell``, ``--app``, ``--env-file``...). Each
 command reads the settings the app was built with and hands them on: nothing
 below this module reaches for Flask's ``current_app``. ``worker`` builds no app:
-it reads the settings itself (console.worker.standalone), so it starts sooner.
+it reads the settings itself (console.ops.worker_process), so it starts sooner.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def worker_command() -> None:
     It sends the mail queued in CONSOLE_DATABASE_URL through CONSOLE_SMTP_URL (or the
     HTTP provider CONSOLE_TRANSPORT=http names); any number may share one database.
     """
-    from console.worker.standalone import main as worker_main
+    from console.ops.worker_process import main as worker_main
 
     worker_main()
 

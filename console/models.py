@@ -1,4 +1,4 @@
-"""The tables of the product and their vocabularies (DESIGN §9).
+"""The tables of the product and their vocabularies.
 
 Models are plain SQLAlchemy declarative classes, so application code can use
 them with a plain ``Session`` and no Flask app context.
@@ -24,14 +24,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from console.core.clock import utcnow  # noqa: F401 - every layer above reads the time here
 from console.events import SET_UP_EVENTS
 from console.store.columns import ID, Base, UTCDateTime, check_in, partial_index
 from console.vocabulary import BULK, LANES, PENDING, ROLES, STATUSES
-
-
-def utcnow() -> dt.datetime:
-    """Return the current time, timezone-aware, in UTC."""
-    return dt.datetime.now(dt.UTC)
 
 
 class Intent(Base):

@@ -18,6 +18,7 @@ from urllib.parse import unquote
 from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session
 
+from console import wakeup
 from console.config import Settings, load_enqueue_settings
 from console.mail import catalog as mail_catalog
 from console.mail.catalog import TemplateCatalog
@@ -29,7 +30,6 @@ from console.store.intent_insert import insert_intent_once
 from console.store.intent_lookup import intent_by_key
 from console.store.supersede import cancel_unsent
 from console.vocabulary import LANES, PENDING
-from console.worker import wakeup
 
 MAX_KEY_LENGTH = 255
 MAX_EVENT_LENGTH = 255

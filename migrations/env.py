@@ -5,7 +5,7 @@ from flask import current_app
 
 from alembic import context
 
-from console.ops.logs import product_logging_configured
+from console.logs import product_logging_configured
 
 # this is the Alembic Config object, which provides
 # access to the values within the .ini file in use.

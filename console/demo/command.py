@@ -29,6 +29,7 @@ from flask import Flask
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
+from console import logs
 from console.app import create_app
 from console.cli import StartRefused
 from console.config import Settings
@@ -37,7 +38,6 @@ from console.demo.activity import Activity
 from console.demo.smtp_capture import CapturedMessage, DemoSMTPServer
 from console.demo.traffic import TRAFFIC_CASES, TRAFFIC_SECONDS, DemoTraffic
 from console.models import utcnow
-from console.ops import logs
 from console.outbox import enqueue
 from console.paths import instance_dir
 from console.store import demo_seed, schema_check

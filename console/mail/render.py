@@ -10,8 +10,8 @@ from email.message import EmailMessage
 from email.utils import format_datetime
 from typing import Any
 
+from console.core.clock import utcnow
 from console.mail.catalog import RenderedParts, TemplateCatalog, default_catalog
-from console.models import utcnow
 
 
 def build_message(

@@ -41,7 +41,7 @@ from console.ops.delivery_figures import latency_conditions
 from console.ops.event_alerts import endpoint_conditions
 from console.ops.hold_figures import hold_reminders
 from console.ops.lookup_alerts import lookup_conditions
-from console.ops.relay_alerts import relay_conditions
+from console.ops.relay_conditions import relay_conditions
 from console.ops.send_budget_figures import quota_conditions
 from console.outbox import enqueue
 from console.store import alert_checks, alert_states

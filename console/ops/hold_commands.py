@@ -17,10 +17,10 @@ from flask.cli import with_appcontext
 from console.mail.catalog import TemplateCatalog, catalog_for
 from console.mail.template_settings import TemplateError
 from console.models import utcnow
+from console.ops.command_sessions import command_session
 from console.store import holds
 from console.store.actions import ActionRefused
 from console.store.state_tables import HOLD_DOMAIN, HOLD_LANE, HOLD_TEMPLATE
-from console.web.extensions import db
 
 
 def known_selector(kind: str, text: str, catalog: TemplateCatalog) -> holds.Selector:
@@ -81,22 +81,23 @@ def _actor() -> str:
 @with_appcontext
 def hold_command(lane, template, domain, reason: str, until: str | None) -> None:
     """Send nothing of a lane, a template or a recipient domain until it is released."""
-    kind, text = _one_selector(lane, template, domain)
-    try:
-        selector = known_selector(kind, text, _catalog())
-    except holds.UnknownTarget as exc:
-        raise click.UsageError(str(exc)) from None
-    try:
-        placed = holds.place_hold(
-            db.session, selector, actor=_actor(), reason=reason, now=utcnow(), until=_until(until)
-        )
-        waiting = holds.waiting_behind(db.session, selector)
-        db.session.commit()
-    except ActionRefused as exc:
-        db.session.rollback()
-        raise click.ClickException(str(exc)) from None
-    ends = f" until {placed.until:%Y-%m-%d %H:%M:%S} UTC" if placed.until else ""
-    click.echo(f"held {selector.describe()}{ends}; {waiting} pending intents wait behind it")
+    with command_session() as session:
+        kind, text = _one_selector(lane, template, domain)
+        try:
+            selector = known_selector(kind, text, _catalog())
+        except holds.UnknownTarget as exc:
+            raise click.UsageError(str(exc)) from None
+        try:
+            placed = holds.place_hold(
+                session, selector, actor=_actor(), reason=reason, now=utcnow(), until=_until(until)
+            )
+            waiting = holds.waiting_behind(session, selector)
+            session.commit()
+        except ActionRefused as exc:
+            session.rollback()
+            raise click.ClickException(str(exc)) from None
+        ends = f" until {placed.until:%Y-%m-%d %H:%M:%S} UTC" if placed.until else ""
+        click.echo(f"held {selector.describe()}{ends}; {waiting} pending intents wait behind it")
 
 
 @click.command("release")
@@ -105,42 +106,44 @@ def hold_command(lane, template, domain, reason: str, until: str | None) -> None
 @with_appcontext
 def release_command(lane, template, domain, reason: str | None) -> None:
     """Let a held lane, template or recipient domain go out again, in its original order."""
-    kind, text = _one_selector(lane, template, domain)
-    catalog = _catalog()
-    try:
-        selector = holds.Selector.parse(kind, text)
-        now = utcnow()
-        hold = holds.active_hold(db.session, selector, now)
-        if hold is None:
-            known_selector(kind, text, catalog)
-            raise click.ClickException(f"{selector.describe()} is not held")
-        released = holds.release_hold(
-            db.session, hold.id, actor=_actor(), reason=reason, now=now, max_ages=max_ages(catalog)
-        )
-        db.session.commit()
-    except holds.UnknownTarget as exc:
-        raise click.UsageError(str(exc)) from None
-    except ActionRefused as exc:
-        db.session.rollback()
-        raise click.ClickException(str(exc)) from None
-    expired = f"; {released.expired} expired while held" if released.expired else ""
-    click.echo(f"released {selector.describe()}: {released.waiting} intents due now{expired}")
+    with command_session() as session:
+        kind, text = _one_selector(lane, template, domain)
+        catalog = _catalog()
+        try:
+            selector = holds.Selector.parse(kind, text)
+            now = utcnow()
+            hold = holds.active_hold(session, selector, now)
+            if hold is None:
+                known_selector(kind, text, catalog)
+                raise click.ClickException(f"{selector.describe()} is not held")
+            released = holds.release_hold(
+                session, hold.id, actor=_actor(), reason=reason, now=now, max_ages=max_ages(catalog)
+            )
+            session.commit()
+        except holds.UnknownTarget as exc:
+            raise click.UsageError(str(exc)) from None
+        except ActionRefused as exc:
+            session.rollback()
+            raise click.ClickException(str(exc)) from None
+        expired = f"; {released.expired} expired while held" if released.expired else ""
+        click.echo(f"released {selector.describe()}: {released.waiting} intents due now{expired}")
 
 
 @click.command("holds")
 @with_appcontext
 def holds_command() -> None:
     """List the holds in force, oldest first, with the intents waiting behind each."""
-    lines = holds.holds_in_force(db.session, utcnow())
-    if not lines:
-        click.echo("nothing is held")
-    for line in lines:
-        hold = line.hold
-        ends = f", until {hold.until:%Y-%m-%d %H:%M:%S} UTC" if hold.until else ""
-        click.echo(
-            f"{line.selector.describe()}\theld since {hold.held_at:%Y-%m-%d %H:%M:%S} UTC by "
-            f"{hold.held_by}{ends}\t{line.waiting} waiting\t{hold.reason}"
-        )
+    with command_session() as session:
+        lines = holds.holds_in_force(session, utcnow())
+        if not lines:
+            click.echo("nothing is held")
+        for line in lines:
+            hold = line.hold
+            ends = f", until {hold.until:%Y-%m-%d %H:%M:%S} UTC" if hold.until else ""
+            click.echo(
+                f"{line.selector.describe()}\theld since {hold.held_at:%Y-%m-%d %H:%M:%S} UTC by "
+                f"{hold.held_by}{ends}\t{line.waiting} waiting\t{hold.reason}"
+            )
 
 
 HOLD_COMMANDS = (hold_command, release_command, holds_command)

@@ -2,7 +2,7 @@
 
 Two kinds of figures:
 
-* **process instruments** (counters and a histogram, ``console.ops.instruments``),
+* **process instruments** (counters and a histogram, ``console.worker.instruments``),
   incremented by the worker in this process: attempts by outcome, send latency,
   ticks. Prometheus sums them over the scraped processes.
 * **queue state**, read from the database by whichever process is scraped, the
@@ -39,10 +39,10 @@ from console.config import Settings
 from console.models import utcnow
 from console.ops import hold_figures
 from console.ops.delivery_figures import DeliveryCollector
-from console.ops.instruments import PROCESS_REGISTRY
 from console.store import queue_figures
 from console.store.queue_figures import Counts, count_every_status
 from console.vocabulary import AMBIGUOUS, DEAD, LANES, PENDING, SENDING
+from console.worker.instruments import PROCESS_REGISTRY
 
 log = logging.getLogger(__name__)
 

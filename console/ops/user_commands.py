@@ -7,6 +7,7 @@ import sys
 import click
 from flask.cli import with_appcontext
 
+from console.ops.command_sessions import command_session
 from console.store.accounts import (
     UserError,
     create_user,
@@ -15,7 +16,6 @@ from console.store.accounts import (
     set_password,
 )
 from console.vocabulary import ROLES
-from console.web.extensions import db
 
 COMMAND_LINE_ACTOR = "command line"  # the audit log's actor for these commands
 
@@ -38,14 +38,15 @@ def user_cli() -> None:
 @with_appcontext
 def create_user_command(name: str, role: str, password_stdin: bool) -> None:
     """Create an operator account NAME."""
-    password = _read_password(password_stdin)
-    try:
-        user = create_user(db.session, name, password, role)
-        db.session.commit()
-    except UserError as exc:
-        db.session.rollback()
-        raise click.ClickException(str(exc)) from None
-    click.echo(f"created {role} {user.username}")
+    with command_session() as session:
+        password = _read_password(password_stdin)
+        try:
+            user = create_user(session, name, password, role)
+            session.commit()
+        except UserError as exc:
+            session.rollback()
+            raise click.ClickException(str(exc)) from None
+        click.echo(f"created {role} {user.username}")
 
 
 @user_cli.command("set-password")
@@ -54,27 +55,29 @@ def create_user_command(name: str, role: str, password_stdin: bool) -> None:
 @with_appcontext
 def set_password_command(name: str, password_stdin: bool) -> None:
     """Give the account NAME a new password; every session of it ends (audited)."""
-    user = find_user(db.session, name)
-    if user is None:
-        raise click.ClickException(f"there is no user {name!r} (see: console user list)")
-    password = _read_password(password_stdin)
-    try:
-        set_password(db.session, user.id, password, actor=COMMAND_LINE_ACTOR)
-        db.session.commit()
-    except UserError as exc:
-        db.session.rollback()
-        raise click.ClickException(str(exc)) from None
-    click.echo(f"new password set for {user.username}; their sessions have ended")
+    with command_session() as session:
+        user = find_user(session, name)
+        if user is None:
+            raise click.ClickException(f"there is no user {name!r} (see: console user list)")
+        password = _read_password(password_stdin)
+        try:
+            set_password(session, user.id, password, actor=COMMAND_LINE_ACTOR)
+            session.commit()
+        except UserError as exc:
+            session.rollback()
+            raise click.ClickException(str(exc)) from None
+        click.echo(f"new password set for {user.username}; their sessions have ended")
 
 
 @user_cli.command("list")
 @with_appcontext
 def list_users_command() -> None:
     """List every account: name, role, state and last login (UTC)."""
-    users = list_users(db.session)
-    width = max([len("username"), *(len(u.username) for u in users)])
-    click.echo(f"{'username':<{width}}  {'role':<8}  {'state':<11}  last login (UTC)")
-    for user in users:
-        state = "active" if user.active else "deactivated"
-        last = user.last_login_at.strftime("%Y-%m-%d %H:%M") if user.last_login_at else "never"
-        click.echo(f"{user.username:<{width}}  {user.role:<8}  {state:<11}  {last}")
+    with command_session() as session:
+        users = list_users(session)
+        width = max([len("username"), *(len(u.username) for u in users)])
+        click.echo(f"{'username':<{width}}  {'role':<8}  {'state':<11}  last login (UTC)")
+        for user in users:
+            state = "active" if user.active else "deactivated"
+            last = user.last_login_at.strftime("%Y-%m-%d %H:%M") if user.last_login_at else "never"
+            click.echo(f"{user.username:<{width}}  {user.role:<8}  {state:<11}  {last}")

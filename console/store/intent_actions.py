@@ -10,8 +10,6 @@ from sqlalchemy.orm import Session
 from console.config import Settings
 from console.core.plurals import plural
 from console.core.whole_numbers import whole_number
-from console.mail.catalog import default_catalog
-from console.mail.template_settings import TemplateError
 from console.models import Intent, utcnow
 from console.store.actions import (
     ActionRefused,
@@ -39,12 +37,8 @@ def suppression_warning(session: Session, recipient: str) -> str | None:
     )
 
 
-def _too_old_warning(row: Row, now: dt.datetime) -> str | None:
+def _too_old_warning(row: Row, now: dt.datetime, max_age_seconds: float | None) -> str | None:
     """Say so when the template's max age has passed: the worker will expire it again."""
-    try:
-        max_age_seconds = default_catalog().settings(row.template).max_age_seconds
-    except TemplateError:
-        return None
     if max_age_seconds is None or row.created_at + dt.timedelta(seconds=max_age_seconds) > now:
         return None
     return (
@@ -87,6 +81,7 @@ def requeue(
     now: dt.datetime | None = None,
     more_attempts: int | None = None,
     attempt_cap: int = DEFAULT_MAX_ATTEMPTS,
+    max_age_seconds: float | None = None,
 ) -> ActionResult:
     """Make a failed, dead, ambiguous, expired or cancelled intent pending and due now.
 
@@ -98,6 +93,8 @@ def requeue(
     gets one more attempt. With it (1 to `attempt_cap`, the configured
     CONSOLE_MAX_ATTEMPTS), the worker retries it until it made that many more
     (``attempts_granted``), past both caps; the audit entry records it.
+    `max_age_seconds` is the template's max age, if it has one: past it, the
+    result warns that the worker will expire the mail again.
     """
     now = now or utcnow()
     reason = required_reason(reason)
@@ -123,7 +120,10 @@ def requeue(
         more = plural(more_attempts, "more attempt")
         values["status_reason"] = f"requeued by {actor} with {more}"
         details = dict(more_attempts=more_attempts, attempts_granted=values["attempts_granted"])
-    warnings = (suppression_warning(session, row.recipient), _too_old_warning(row, now))
+    warnings = (
+        suppression_warning(session, row.recipient),
+        _too_old_warning(row, now, max_age_seconds),
+    )
     warning = "; ".join(text for text in warnings if text) or None
     return act(
         session,

@@ -14,6 +14,7 @@ from flask_login import current_user
 from markupsafe import Markup, escape
 from sqlalchemy.exc import SQLAlchemyError
 
+from console import wakeup
 from console.mail.catalog import catalog_for
 from console.models import utcnow
 from console.ops.hold_commands import known_selector, max_ages
@@ -25,7 +26,6 @@ from console.web import forms
 from console.web.auth import has_role, role_required
 from console.web.display import format_time, plural, timestamp_markup
 from console.web.extensions import current_settings, db
-from console.worker import wakeup
 
 bp = Blueprint("holds", __name__, url_prefix="/holds")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Flask, abort, flash, render_template, request
 from flask_login import current_user
 
+from console import wakeup
 from console.core.asking import provider_that_answers
 from console.mail.catalog import default_catalog
 from console.mail.render import build_message
@@ -43,7 +44,6 @@ from console.web import (
 from console.web.auth import has_role, role_required
 from console.web.display import plural
 from console.web.extensions import current_settings, db
-from console.worker import wakeup
 
 bp = Blueprint("intents", __name__, url_prefix="/intents")
 # a bulk preview's confirmation token (console.web.intents_bulk)
@@ -137,12 +137,17 @@ def last_attempts(intent_ids: list[int]) -> dict:
     return attempt_lookup.last_attempts(db.session, intent_ids)
 
 
+def _template_max_age(template: str) -> float | None:
+    """The template's max age in seconds; None without one, or for a template not known."""
+    try:
+        return default_catalog().settings(template).max_age_seconds
+    except TemplateError:
+        return None
+
+
 def _next_step(intent) -> next_step.NextStep:
     settings = current_settings()
-    try:
-        template_max_age = default_catalog().settings(intent.template).max_age_seconds
-    except TemplateError:
-        template_max_age = None
+    template_max_age = _template_max_age(intent.template)
     return next_step.next_step(
         status=intent.status,
         attempt_count=intent.attempt_count,
@@ -266,22 +271,28 @@ def _action_arguments() -> dict[str, str | None]:
 def requeue(intent_id: int):
     cap = current_settings().max_attempts
     try:
-        _refuse_a_requeue_too_late(intent_id)
+        intent = _refuse_a_requeue_too_late(intent_id)
         more = intent_actions.more_attempts_from(request.form.get("more_attempts"), cap)
         result = intent_actions.requeue(
-            db.session, intent_id, more_attempts=more, attempt_cap=cap, **_action_arguments()
-        )
+            db.session, intent_id, more_attempts=more, attempt_cap=cap,
+            max_age_seconds=_template_max_age(intent.template), **_action_arguments(),
+        )  # fmt: skip
     except actions.ActionRefused as exc:
         return _refused(intent_id, exc)
     given = f", with {plural(more, 'more attempt')}" if more else ""
     return _finish_action(intent_id, result, f"Requeued: {result.before_status} → pending{given}.")
 
 
-def _refuse_a_requeue_too_late(intent_id: int) -> None:
-    """A requeue past the template's max age would only expire again: refuse it."""
-    step = _next_step(_detail_or_404(intent_id).intent)
+def _refuse_a_requeue_too_late(intent_id: int):
+    """A requeue past the template's max age would only expire again: refuse it.
+
+    Returns the intent otherwise.
+    """
+    intent = _detail_or_404(intent_id).intent
+    step = _next_step(intent)
     if step.template_too_late:
         raise actions.ActionRefused(next_step.too_late_words(step))
+    return intent
 
 
 @bp.post("/<int:intent_id>/dead-letter")

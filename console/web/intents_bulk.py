@@ -10,6 +10,7 @@ import datetime as dt
 from flask import abort, flash, render_template, request
 from flask_login import current_user
 
+from console import wakeup
 from console.core.whole_numbers import whole_number
 from console.models import utcnow
 from console.store import actions, bulk, bulk_targets, search_filters
@@ -18,7 +19,6 @@ from console.web import forms, intents, security
 from console.web.auth import role_required
 from console.web.display import plural
 from console.web.extensions import current_settings, db
-from console.worker import wakeup
 
 _BULK_DONE = {"requeue": "Requeued {}.", "dead_letter": "Dead-lettered {}."}
 # How far back a preview id's use is looked for when its preview page is loaded again.

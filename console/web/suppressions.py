@@ -9,6 +9,7 @@ from __future__ import annotations
 from flask import Blueprint, Flask, render_template, request
 from flask_login import current_user
 
+from console import wakeup
 from console.core.whole_numbers import whole_number
 from console.store import actions
 from console.store import suppressions as suppression_store
@@ -18,7 +19,6 @@ from console.web import forms
 from console.web.auth import role_required
 from console.web.display import plural
 from console.web.extensions import db
-from console.worker import wakeup
 
 bp = Blueprint("suppressions", __name__, url_prefix="/suppressions")
 ADDRESS_LONGEST = 320

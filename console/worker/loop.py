@@ -27,7 +27,6 @@ from console.core.lifecycle import Decision
 from console.core.send_result import SendResult
 from console.mail.catalog import TemplateCatalog, catalog_for, default_catalog
 from console.models import utcnow
-from console.ops import instruments
 from console.store import claims
 from console.store.database import make_engine, make_session_factory
 from console.store.serial_writes import SerialWrites, inline_for
@@ -35,6 +34,7 @@ from console.transports.base import OutgoingEmail, Transport
 from console.transports.factory import make_transport
 from console.transports.smtp import envelope_address
 from console.vocabulary import CLAIMED, PENDING
+from console.worker import instruments
 from console.worker.batch_claim import BatchClaimer
 from console.worker.claim_ahead import ClaimAhead
 from console.worker.compose import compose

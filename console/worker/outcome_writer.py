@@ -25,9 +25,9 @@ from sqlalchemy.orm import Session
 from console.core.blame import THROTTLING
 from console.core.classify import SMTPUTF8_NOT_OFFERED
 from console.core.rejections import refuses_the_mailbox
-from console.ops import relay_alerts
 from console.store import attempt_records, refused_sessions, suppressions
 from console.vocabulary import CLAIMED
+from console.worker import relay_alerts
 from console.worker.guard import SendGuard
 from console.worker.send_budget import SendBudget
 from console.worker.settings import WorkerSettings

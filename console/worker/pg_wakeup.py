@@ -18,8 +18,8 @@ from collections.abc import Callable
 import psycopg
 from sqlalchemy.engine import make_url
 
+from console import wakeup
 from console.store.intent_insert import NOTIFY_CHANNEL
-from console.worker import wakeup
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ import threading
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from console import wakeup
 from console.config import Settings
-from console.worker import wakeup
 from console.worker.housekeeping import record_clean_stop
 from console.worker.loop import Worker
 from console.worker.run_failures import RunFailures

@@ -48,7 +48,7 @@ PHASES = (
     ("record: breaker", "console.worker.outcome_writer", "SendGuard.after_outcome"),
     ("logging", "console.worker.loop", "log_decision"),
     ("logging", "console.worker.decision_log", "log_decision"),
-    ("metrics", "console.ops.instruments", "record_attempt"),
+    ("metrics", "console.worker.instruments", "record_attempt"),
 )
 
 

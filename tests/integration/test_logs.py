@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
+from console import logs
 from console.config import ConfigError, load_settings
-from console.ops import logs
 from tests.support.commands import CONSOLE_BIN
 
 

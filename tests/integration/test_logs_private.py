@@ -17,9 +17,9 @@ import pytest
 from sqlalchemy import text
 from werkzeug.security import generate_password_hash
 
+from console import logs
 from console.events import webhook
 from console.models import OperatorUser, utcnow
-from console.ops import logs
 from console.web.extensions import db
 from tests.support.provider_fixtures import WEBHOOK_SECRET, dispose, make_events_app
 

@@ -12,12 +12,13 @@ from sqlalchemy.orm import Session
 
 from console.app import create_app
 from console.models import Intent, ProviderEvent, Suppression, utcnow
-from console.ops import instruments, metrics
+from console.ops import metrics
 from console.outbox import enqueue
 from console.store.state_tables import LaneBreaker, WorkerHeartbeat
 from console.vocabulary import AMBIGUOUS, DEAD, SUBMITTED
 from console.web import ops
 from console.web.extensions import db
+from console.worker import instruments
 from tests.conftest import TEST_SECRET_KEY
 from tests.support.commands import CONSOLE_BIN
 

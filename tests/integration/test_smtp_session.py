@@ -166,8 +166,8 @@ def test_no_size_limit_means_no_refusal(limit):
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_the_worker_counts_reconnects_in_metrics(make_worker, session_factory, clock):
-    from console.ops import instruments
     from console.outbox import enqueue
+    from console.worker import instruments
 
     script = {"drop@example.com": ["hangup"]}
     with ScriptedSMTPServer(script=script, stall_seconds=0.5) as server:

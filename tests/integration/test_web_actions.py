@@ -9,10 +9,10 @@ import threading
 import pytest
 from sqlalchemy import func, select
 
+from console import wakeup
 from console.models import AuditEntry, Intent, OperatorUser, Suppression, utcnow
 from console.store import accounts, actions, intent_actions, suppressions
 from console.web.extensions import db
-from console.worker import wakeup
 
 
 def intent_row(app, intent_id: int) -> Intent:
@@ -289,8 +289,14 @@ def test_requeue_warns_when_the_template_max_age_has_passed(app, add_intent):
     fresh = add_intent("expired")
     stale = add_intent("expired", created_at=utcnow() - dt.timedelta(minutes=11))
     with app.app_context():
-        assert intent_actions.requeue(db.session, fresh, actor="o", reason="r").warning is None
-        warning = intent_actions.requeue(db.session, stale, actor="o", reason="r").warning
+        ten_minutes = 600.0  # the "expired" template's max age, given by the caller
+        fresh_result = intent_actions.requeue(
+            db.session, fresh, actor="o", reason="r", max_age_seconds=ten_minutes
+        )
+        assert fresh_result.warning is None
+        warning = intent_actions.requeue(
+            db.session, stale, actor="o", reason="r", max_age_seconds=ten_minutes
+        ).warning
         assert "useless after 10 min" in warning
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from console.ops.logs import ReadableFormatter, redactor
+from console.logs import ReadableFormatter, redactor
 
 
 def record(level: int, message: str, *args, **extra) -> logging.LogRecord:

@@ -1,4 +1,4 @@
-"""Alerts the worker raises itself, naming the relay's reply (issue 14).
+"""Alerts the worker raises itself, naming the relay's reply.
 
 * ``relay_refused:<lane>`` — the relay refused our session, sender or credentials
   (``504 5.5.2 ... Helo command rejected``, ``535 5.7.8``, "relaying denied"...): the
@@ -9,7 +9,8 @@
   ``CONSOLE_ALERT_DEAD_WINDOW_SECONDS`` after it fired.
 
 The worker marks the condition firing (compare-and-set, in its own short transaction);
-the alert cycle (``console.ops.alerts``) keeps it, clears it, and posts the webhook.
+the alert cycle (``console.ops.alerts``, by ``ops.relay_conditions``) keeps it, clears it,
+and posts the webhook.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from console.config import Settings
-from console.store import alert_checks, alert_states
+from console.store import alert_states
 
 log = logging.getLogger(__name__)
 
@@ -57,20 +57,3 @@ def _fire(session: Session, key: str, summary: str, details: dict[str, Any], now
     if fired:
         log.error(summary, extra={"condition": key, "stage": "alert"})
     return fired
-
-
-def relay_conditions(session: Session, settings: Settings, now: dt.datetime) -> list:
-    """The worker-raised conditions that still hold (a check of the alert cycle)."""
-    from console.ops.alerts import Condition
-
-    paused = {lane for lane, _, _ in alert_checks.held_back_lanes(session)}
-    window_start = now - dt.timedelta(seconds=settings.alert_dead_window_seconds)
-    holding = []
-    for row in alert_states.load_firing_alerts(session):
-        kind, _, subject = row.condition.partition(":")
-        still = (kind == RELAY_REFUSED and subject in paused) or (
-            kind == SMTPUTF8_MISSING and row.fired_at is not None and row.fired_at > window_start
-        )
-        if still:
-            holding.append(Condition(row.condition, row.summary or "", dict(row.details or {})))
-    return holding
