@@ -1,4 +1,4 @@
-"""The product's words, stored as these lowercase strings (DESIGN §9), in one place.
+"""The product's words, stored as these lowercase strings (docs/schema.md), in one place.
 
 Statuses and lanes are table values that applications in other languages write;
 stages, outcomes, breaker states and ambiguity policies are what the worker

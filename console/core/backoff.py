@@ -1,4 +1,4 @@
-"""Full-jitter exponential backoff with a floor (DESIGN §6)."""
+"""Full-jitter exponential backoff with a floor: how long a transient failure waits."""
 
 from __future__ import annotations
 

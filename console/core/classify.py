@@ -1,4 +1,4 @@
-"""Turn what a transport saw into an outcome (DESIGN §5).
+"""Turn what a transport saw into an outcome (the outcomes of docs/architecture.md).
 
 ``classify(result)`` is a pure function of a ``SendResult``. Operators can move
 individual SMTP reply codes or enhanced status codes to another outcome with
@@ -80,7 +80,8 @@ def enhanced_status_of(reply_text: str | None) -> str | None:
 
 
 def classify(result: SendResult, overrides: Overrides = Overrides()) -> Classification:
-    """Return the outcome of `result` by the rules of DESIGN §5."""
+    """Return the outcome of `result`: a message that could not be built or carried first,
+    then the HTTP rows or the provider's own table, else the SMTP reply and `overrides`."""
     if result.error_type == RENDER_ERROR:
         return Classification(PERMANENT, _reason("message could not be built", result))
     if result.error_type == UNSAFE_HEADER:

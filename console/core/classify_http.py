@@ -1,4 +1,4 @@
-"""HTTP provider responses to outcomes: the HTTP rows of DESIGN §5, with the idempotency window.
+"""HTTP provider responses to outcomes, with the idempotency window (docs/provider-events.md).
 
 - 2xx: accepted; the provider's message id is in the body. A 2xx whose body is
   not the provider's documented answer (``MALFORMED_ANSWER``) proves nothing:

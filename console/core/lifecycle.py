@@ -1,4 +1,4 @@
-"""Where an intent goes next (DESIGN §3 and §6), decided from facts alone.
+"""Where an intent goes next (docs/architecture.md, the send loop), decided from facts alone.
 
 Three moments decide an intent's fate: the claim (is it still worth sending?),
 the end of an attempt (what did the outcome mean?), and the lease-expiry sweep

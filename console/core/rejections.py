@@ -1,4 +1,4 @@
-"""Which synchronous refusals say the mailbox itself is unknown or disabled (DESIGN §7). Pure.
+"""Which synchronous refusals say the mailbox itself is unknown or disabled. Pure.
 
 A relay that answers RCPT or the body with ``550 5.1.1 user unknown`` has told
 us, as surely as a bounce would, that the address must not be tried again.

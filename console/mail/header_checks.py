@@ -1,6 +1,6 @@
 """Checks on every value that reaches a header or the SMTP envelope; pure, no IO.
 
-A row may have been written by any program (DESIGN §9 invites plain SQL), so
+A row may have been written by any program (docs/schema.md invites plain SQL), so
 the worker checks, at compose time, what ``enqueue()`` checked at the door: the
 recipient is one valid address, the Message-ID has the form ``<left@right>``,
 and no header value holds a line break, a NUL or another control character

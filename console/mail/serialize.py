@@ -1,11 +1,12 @@
 """A fast RFC 5322 / MIME serializer for rendered emails.
 
-Building an ``email.message.EmailMessage`` costs about a millisecond per
-message; this writes the same message directly as bytes: headers From, To,
-Subject (only what needs it encoded, RFC 2047; see ``headers``), Date,
-Message-ID, MIME-Version; a text/plain body or a multipart/alternative of text
-and HTML; 7bit when the text allows it, else quoted-printable or base64; CRLF
-line ends, header lines folded within 78 characters, no line above 998 bytes.
+Building an ``email.message.EmailMessage`` parses every header into objects and
+folds them again on output, for every message on the send path; this writes the
+same message directly as bytes: headers From, To, Subject (only what needs it
+encoded, RFC 2047; see ``headers``), Date, Message-ID, MIME-Version; a
+text/plain body or a multipart/alternative of text and HTML; 7bit when the text
+allows it, else quoted-printable or base64; CRLF line ends, header lines folded
+within 78 characters, no line above 998 bytes.
 A non-ASCII recipient (SMTPUTF8, RFC 6531/6532) is the only 8-bit text: it is
 written as UTF-8 in ``To:`` and everything else stays 7-bit clean. With a
 provider named, one more header carries the intent's reference in that

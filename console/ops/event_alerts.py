@@ -1,4 +1,4 @@
-"""Alerts about the events endpoints themselves, not about any mail (issue 15).
+"""Alerts about the events endpoints themselves, not about any mail.
 
 * ``ses_topic_unsubscribed`` — SNS confirmed that a topic unsubscribed
   ``/webhooks/ses``: no SES events arrive any more. It holds until SES events

@@ -1,13 +1,14 @@
 """The next batch claimed while the last emails of a full batch are still being sent.
 
 Between two batches the worker's connections wait for the next claim. To a
-database across a network that is about eleven round trips (at 2.6 ms a claim of
-50 took ~45 ms, a batch ~120 ms), so there the next claim runs in a thread of its
-own while the batch's last emails go, and the next tick takes that batch instead
-of claiming. It starts once the emails still waiting would take about as long to
-go as the last claim took. Only where the marks and records already run in
-threads (the database further than 0.5 ms, on PostgreSQL): next door the thread
-competed with the sends and cost more than it saved (docs/benchmarks.md).
+database across a network a claim is several round trips, a large share of a
+batch's time, so there the next claim runs in a thread of its own while the
+batch's last emails go, and the next tick takes that batch instead of claiming.
+It starts once the emails still waiting would take about as long to go as the
+last claim took. Only where the marks and records already run in threads (on
+PostgreSQL further than ``serial_writes.INLINE_ROUND_TRIP_SECONDS``): next door
+the thread competed with the sends for the interpreter and cost more than it
+saved (docs/benchmarks.md).
 
 The claim ahead is the same T1, one batch earlier; nothing else changes:
 

@@ -256,7 +256,7 @@ class Worker:
                     await self._process(claim, report)
 
         lanes = min(self.settings.concurrency, len(leased))
-        near = inline_for(self._stages.mark_seconds)  # the database answers within 0.5 ms
+        near = inline_for(self._stages.mark_seconds)  # the database is next door (inline_for)
         self._writes.run_inline(near)
         self._stages.run_inline(near)
         self._ahead.start(waiting)
