@@ -81,7 +81,7 @@ def fresh_database_url(backend: str, request, tmp_path) -> str:
         return f"sqlite:///{target}"
     cluster = request.getfixturevalue("pg_cluster")
     name = f"test_{os.getpid()}_{next(_database_numbers)}"
-    return pgcluster.create_database(cluster, name, template="migrated_template")
+    return pgcluster.create_test_database(cluster, request, name)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

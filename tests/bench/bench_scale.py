@@ -47,13 +47,9 @@ from console.outbox import enqueue
 from console.store.database import make_engine
 from console.vocabulary import SUBMITTED
 from tests.conftest import migrate_to_head
-from tests.e2e.test_scale_out import (
-    bulk_insert_intents,
-    console_environment,
-    recipient,
-    worker_process,
-)
 from tests.support import pgcluster
+from tests.support.backlog import bulk_insert_intents, recipient
+from tests.support.console_processes import console_environment, worker_process
 from tests.support.smtp_server import SubprocessSMTPServer
 
 # CONSOLE_BATCH_SIZE not set: the default claim, 50 a connection

@@ -13,8 +13,8 @@ from console.demo.casework import REASSIGNED, CaseAssignment, assign_case, creat
 from console.models import Intent
 from console.store.database import make_engine, make_session_factory
 from console.vocabulary import CANCELLED, SENDING, SUBMITTED
-from tests.e2e.test_crash import new_database, start_worker, wait_for, worker_environment
 from tests.support.smtp_server import ScriptedSMTPServer
+from tests.support.worker_runs import new_database, start_worker, wait_for, worker_environment
 
 pytestmark = pytest.mark.slow
 

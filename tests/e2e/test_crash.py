@@ -7,37 +7,33 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import itertools
-import os
-import shutil
 import signal
-import subprocess
 import threading
-import time
 
 import pytest
 from sqlalchemy import func, select
 
 from console.models import Attempt, Intent
 from console.outbox import enqueue
-from console.store.database import make_engine, make_session_factory
 from console.transports.memory import MemoryTransport
 from console.vocabulary import AMBIGUOUS, DATA_SENT, PENDING, SENDING, SUBMITTED
-from tests.support import pgcluster
-from tests.support.commands import CONSOLE_BIN
 from tests.support.delay_proxy import url_through
 from tests.support.smtp_server import ScriptedSMTPServer
+from tests.support.worker_runs import (
+    INTENTS_PER_SCENARIO,
+    ORDER,
+    SETTLE_TIMEOUT_SECONDS,
+    attempt_outcomes,
+    enqueue_scenario,
+    intent_rows,
+    new_database,
+    start_worker,
+    wait_for,
+    worker_environment,
+)
 from tests.support.workers import TestClock
 
 pytestmark = pytest.mark.slow
-
-ORDER = dict(
-    template="order-confirmation",
-    params={"customer_name": "Ada", "order_number": "A-1", "items": [], "total": "0.00"},
-)
-INTENTS_PER_SCENARIO = 3
-SETTLE_TIMEOUT_SECONDS = 60
-_database_numbers = itertools.count(1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,86 +54,6 @@ SCENARIOS = [
     Scenario("body sent, before the reply", None, ORDER, "stall", AMBIGUOUS, 1),
     Scenario("after the 250, before T2", "before_record", ORDER, "250", AMBIGUOUS, 1),
 ]
-
-
-def new_database(backend: str, request, tmp_path) -> str:
-    number = next(_database_numbers)
-    if backend == "sqlite":
-        target = tmp_path / f"crash{number}.db"
-        shutil.copyfile(request.getfixturevalue("sqlite_template"), target)
-        return f"sqlite:///{target}"
-    cluster = request.getfixturevalue("pg_cluster")
-    name = f"crash_{os.getpid()}_{number}"
-    return pgcluster.create_database(cluster, name, template="migrated_template")
-
-
-def worker_environment(db_url: str, smtp_url: str, **extra: str) -> dict[str, str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLE_")}
-    return {
-        **environ,
-        "CONSOLE_DATABASE_URL": db_url,
-        "CONSOLE_SECRET_KEY": "test" * 8,
-        "CONSOLE_SMTP_URL": smtp_url,
-        "CONSOLE_LEASE_SECONDS": "1",
-        "CONSOLE_POLL_SECONDS": "0.2",
-        "CONSOLE_RETRY_BASE_SECONDS": "0.2",
-        "CONSOLE_RETRY_FLOOR_SECONDS": "0",
-        "CONSOLE_SMTP_TIMEOUT_SECONDS": "30",
-        "CONSOLE_BATCH_SIZE": "10",
-        "CONSOLE_LOG_LEVEL": "WARNING",
-        **extra,
-    }
-
-
-def start_worker(environ: dict[str, str], log_path) -> subprocess.Popen:
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(
-            [CONSOLE_BIN, "worker"],
-            env=environ,
-            cwd=log_path.parent,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-
-
-def intent_rows(db_url: str) -> list[Intent]:
-    engine = make_engine(db_url)
-    try:
-        with make_session_factory(engine)() as session:
-            return session.scalars(select(Intent).order_by(Intent.id)).all()
-    finally:
-        engine.dispose()
-
-
-def attempt_outcomes(db_url: str, intent_id: int, column=Attempt.outcome) -> list[str | None]:
-    """The intent's attempts' `column`, oldest first (default: their outcomes)."""
-    engine = make_engine(db_url)
-    try:
-        with make_session_factory(engine)() as session:
-            query = select(column).where(Attempt.intent_id == intent_id)
-            return list(session.scalars(query.order_by(Attempt.id)))
-    finally:
-        engine.dispose()
-
-
-def enqueue_scenario(db_url: str, scenario_number: int, spec: dict) -> list[str]:
-    engine = make_engine(db_url)
-    recipients = [f"s{scenario_number}-{n}@example.com" for n in range(INTENTS_PER_SCENARIO)]
-    try:
-        with make_session_factory(engine)() as session:
-            for n, recipient in enumerate(recipients):
-                enqueue(session, key=f"crash:{scenario_number}:{n}", to=recipient, **spec)
-                session.commit()
-    finally:
-        engine.dispose()
-    return recipients
-
-
-def wait_for(condition, timeout_seconds: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def killed_at(point: str, url: str, server: ScriptedSMTPServer, tmp_path, **settings: str):

@@ -15,7 +15,8 @@ from sqlalchemy import select
 from console.models import Attempt, ProviderEvent
 from console.store.database import make_engine, make_session_factory
 from console.vocabulary import AMBIGUOUS, DATA_SENT, SENDING, SUBMITTED
-from tests.e2e.test_crash import (
+from tests.support.provider_apis import postmark_role, start_apis, stop_apis
+from tests.support.worker_runs import (
     ORDER,
     SETTLE_TIMEOUT_SECONDS,
     attempt_outcomes,
@@ -26,7 +27,6 @@ from tests.e2e.test_crash import (
     wait_for,
     worker_environment,
 )
-from tests.support.provider_apis import postmark_role, start_apis, stop_apis
 
 pytestmark = pytest.mark.slow
 

@@ -17,8 +17,8 @@ from werkzeug.security import generate_password_hash
 
 from console.models import OperatorUser, utcnow
 from console.outbox import enqueue
-from tests.e2e.test_web_demo import DemoProcess
 from tests.support.commands import CONSOLE_BIN
+from tests.support.demo_process import DemoProcess
 from tests.support.pgcluster import free_port
 
 

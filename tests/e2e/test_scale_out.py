@@ -1,18 +1,14 @@
 """Several processes on one PostgreSQL: wake-up by LISTEN/NOTIFY, and a crash mid-run.
 
-The helpers here (a cluster of real ``console serve`` / ``console worker``
-processes, bulk-loaded intents, a scripted SMTP sink) are shared with
+The real ``console`` processes (tests/support/console_processes.py) and the
+bulk-loaded intents (tests/support/backlog.py) are shared with
 ``tests/bench/bench_scale.py``.
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
-import os
 import random
-import signal
-import subprocess
 import threading
 import time
 import urllib.request
@@ -20,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import Engine, func, select, text
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from console.models import Attempt, Intent
@@ -28,13 +24,12 @@ from console.outbox import enqueue
 from console.store.database import make_engine
 from console.vocabulary import AMBIGUOUS, FAILED, SUBMITTED
 from console.worker.pg_wakeup import NotifyListener
-from tests.support.commands import CONSOLE_BIN
+from tests.support.backlog import bulk_insert_intents, recipient
+from tests.support.console_processes import ConsoleProcess, console_environment, worker_process
 from tests.support.pgcluster import free_port
 from tests.support.smtp_server import SubprocessSMTPServer, read_records
 
 LOGIN = dict(to="ada@example.com", template="login-code", params={"code": "1"})
-WELCOME_PARAMS = '{"name": "Ada", "login_url": "https://shop.example.com/login"}'
-RECIPIENT_DOMAINS = 500  # spread, so a 4yz run rarely defers a whole domain
 
 
 def test_a_committed_enqueue_wakes_a_listener_and_a_rolled_back_one_does_not(postgres_url):
@@ -59,97 +54,11 @@ def test_a_committed_enqueue_wakes_a_listener_and_a_rolled_back_one_does_not(pos
         engine.dispose()
 
 
-# --- helpers shared with the benchmark ----------------------------------------------------
-
-
-def recipient(number: int) -> str:
-    return f"user{number}@d{number % RECIPIENT_DOMAINS}.example"
-
-
-def bulk_insert_intents(
-    engine: Engine, first: int, count: int, *, lane: str = "bulk", template: str = "welcome"
-) -> None:
-    """Insert intents first..first+count-1 as an application would, with one INSERT."""
-    params = WELCOME_PARAMS if template == "welcome" else '{"code": "123456"}'
-    statement = text(
-        f"""
-        INSERT INTO email_intent (idempotency_key, message_id, event, recipient, template,
-            template_version, params, status, lane, attempt_count, next_attempt_at,
-            created_at, updated_at)
-        SELECT 'scale:' || n, '<scale-' || n || '@outbox.test>', 'scale:' || n,
-            'user' || n || '@d' || (n % {RECIPIENT_DOMAINS}) || '.example', :template, 1,
-            '{params}', 'pending', :lane, 0, now(), now(), now()
-        FROM generate_series(CAST(:first AS integer), CAST(:last AS integer)) AS n"""
-    )
-    with engine.begin() as connection:
-        connection.execute(
-            statement,
-            {"first": first, "last": first + count - 1, "lane": lane, "template": template},
-        )
-
-
-def console_environment(database_url: str, smtp_url: str, **settings: str) -> dict[str, str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLE_")}
-    return {
-        **environ,
-        "CONSOLE_DATABASE_URL": database_url,
-        "CONSOLE_SECRET_KEY": "scale-test" * 4,
-        "CONSOLE_SMTP_URL": smtp_url,
-        "CONSOLE_LOG_LEVEL": "WARNING",
-        **settings,
-    }
-
-
-@dataclasses.dataclass
-class ConsoleProcess:
-    """One ``console serve`` or ``console worker`` child process."""
-
-    args: list[str]
-    env: dict[str, str]
-    workdir: Path
-    process: subprocess.Popen | None = None
-    log_path: Path | None = None
-
-    def start(self) -> ConsoleProcess:
-        name = "-".join(self.args) + f"-{time.monotonic_ns()}"
-        self.log_path = self.workdir / f"{name}.log"
-        with open(self.log_path, "w") as log_file:
-            self.process = subprocess.Popen(
-                [CONSOLE_BIN, *self.args],
-                env=self.env,
-                cwd=self.workdir,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-            )
-        return self
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(10)
-
-    def stop(self, timeout_seconds: float = 30) -> int | None:
-        if self.process is None or self.process.poll() is not None:
-            return self.process.returncode if self.process else None
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout_seconds)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
+# --- helpers ---------------------------------------------------------------------------
 
 
 def serve_process(env: dict[str, str], workdir: Path, port: int) -> ConsoleProcess:
     return ConsoleProcess(["serve", "--port", str(port)], env, workdir)
-
-
-def worker_process(env: dict[str, str], workdir: Path) -> ConsoleProcess:
-    return ConsoleProcess(["worker"], env, workdir)
 
 
 def wait_for_http(url: str, timeout_seconds: float) -> int:

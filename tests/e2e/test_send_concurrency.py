@@ -3,53 +3,23 @@
 from __future__ import annotations
 
 import collections
-import datetime as dt
 import os
 import signal
 import subprocess
 import time
 
 import pytest
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 
-from console.models import Attempt, Intent, utcnow
-from console.outbox import new_message_id
-from console.vocabulary import BULK, PENDING, SUBMITTED
+from console.models import Attempt, Intent
+from console.vocabulary import SUBMITTED
+from tests.support.backlog import queue_orders
 from tests.support.commands import CONSOLE_BIN
 from tests.support.smtp_server import SubprocessSMTPServer
 
 pytestmark = pytest.mark.slow
 
 DRAIN_TIMEOUT_SECONDS = 240
-
-
-def queue_orders(session_factory, count: int) -> None:
-    """Queue `count` order confirmations in one transaction, as rows enqueue() would write."""
-    now = utcnow() - dt.timedelta(seconds=1)
-    rows = [
-        dict(
-            idempotency_key=f"order:{n}:confirmation",
-            message_id=new_message_id("test.example"),
-            recipient=f"buyer{n}@example.com",
-            template="order-confirmation",
-            template_version=1,
-            params={
-                "customer_name": f"Buyer {n}",
-                "order_number": f"A-{n}",
-                "items": [{"quantity": 1, "name": "Tea", "price": "3.00"}],
-                "total": "3.00",
-            },
-            status=PENDING,
-            lane=BULK,
-            attempt_count=0,
-            next_attempt_at=now,
-            created_at=now,
-        )
-        for n in range(count)
-    ]
-    with session_factory() as session:
-        session.execute(insert(Intent), rows)
-        session.commit()
 
 
 def status_counts(session_factory) -> dict[str, int]:

@@ -17,9 +17,8 @@ from console.outbox import enqueue
 from console.store.database import make_engine, make_session_factory
 from console.store.state_tables import WorkerHeartbeat
 from console.vocabulary import BULK, CRITICAL, PENDING, SENDING, SUBMITTED
-from tests.e2e.test_scale_out import console_environment, worker_process
-from tests.e2e.test_send_concurrency import queue_orders
-from tests.e2e.test_send_rate import wait_for_workers
+from tests.support.backlog import queue_orders
+from tests.support.console_processes import console_environment, wait_for_workers, worker_process
 from tests.support.smtp_server import SubprocessSMTPServer, read_records
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]

@@ -10,15 +10,17 @@ import time
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from console.models import Attempt, Intent
 from console.outbox import enqueue
 from console.store.database import make_engine, make_session_factory
-from console.store.state_tables import WorkerHeartbeat
-from console.vocabulary import SUBMITTED
-from tests.e2e.test_scale_out import console_environment, worker_process
-from tests.e2e.test_send_concurrency import queue_orders
+from tests.support.backlog import queue_orders
+from tests.support.console_processes import (
+    console_environment,
+    submitted,
+    wait_for_workers,
+    worker_process,
+)
 from tests.support.smtp_server import SubprocessSMTPServer, read_records
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -30,24 +32,6 @@ WORKERS = 3
 LOGIN_CODE_AFTER = 100  # orders received before the login code is enqueued
 START_TIMEOUT_SECONDS = 20
 DRAIN_TIMEOUT_SECONDS = 40  # the rate implies 14 to 15 s
-
-
-def wait_for_workers(engine, count: int, deadline: float, workers) -> None:
-    """Until `count` workers have written a heartbeat (each has ticked once, idle)."""
-    while True:
-        with Session(engine) as session:
-            beating = session.execute(select(func.count()).select_from(WorkerHeartbeat))
-            if beating.scalar_one() >= count:
-                return
-        assert all(w.process.poll() is None for w in workers), "a worker died"
-        assert time.monotonic() < deadline, "the workers did not start"
-        time.sleep(0.1)
-
-
-def submitted(engine) -> int:
-    with Session(engine) as session:
-        query = select(func.count()).where(Intent.status == SUBMITTED)
-        return session.execute(query).scalar_one()
 
 
 def busiest_second(times: list[float]) -> tuple[int, float]:

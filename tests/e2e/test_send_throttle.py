@@ -24,9 +24,13 @@ from console.models import Attempt, Intent
 from console.store.database import make_engine, make_session_factory
 from console.store.state_tables import LaneBreaker, SendBudget
 from console.vocabulary import SUBMITTED, TRANSIENT
-from tests.e2e.test_scale_out import console_environment, worker_process
-from tests.e2e.test_send_concurrency import queue_orders
-from tests.e2e.test_send_rate import submitted, wait_for_workers
+from tests.support.backlog import queue_orders
+from tests.support.console_processes import (
+    console_environment,
+    submitted,
+    wait_for_workers,
+    worker_process,
+)
 from tests.support.smtp_server import SubprocessSMTPServer, read_records
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import http.server
 import itertools
-import json
 import threading
 
 import pytest
 from sqlalchemy import select, update
 
-from console.config import load_settings
 from console.mail.catalog import TemplateCatalog
 from console.models import Attempt, Intent, utcnow
 from console.ops import alerts
@@ -21,6 +18,7 @@ from console.paths import EMAIL_TEMPLATES_DIR
 from console.store.alert_states import load_firing_alerts
 from console.store.state_tables import AlertState, LaneBreaker
 from console.vocabulary import AMBIGUOUS, CRITICAL, DEAD
+from tests.support.alert_webhook import Webhook, settings_for
 from tests.support.pgcluster import free_port
 
 _keys = itertools.count(1)
@@ -28,54 +26,11 @@ NOW = utcnow()
 ALERT_EMAIL = "oncall@example.com"
 
 
-class Webhook:
-    """A real HTTP server on 127.0.0.1 that records JSON posts and answers `status`."""
-
-    def __init__(self) -> None:
-        self.received: list[dict] = []
-        self.status = 204
-        hook = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the http.server protocol
-                length = int(self.headers["Content-Length"])
-                hook.received.append(json.loads(self.rfile.read(length)))
-                self.send_response(hook.status)
-                self.end_headers()
-
-            def log_message(self, *args) -> None:
-                return None
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hooks/alerts"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def states(self) -> list[tuple[str, str]]:
-        return [(body["condition"], body["state"]) for body in self.received]
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def webhook():
     hook = Webhook()
     yield hook
     hook.close()
-
-
-def settings_for(tmp_path, **variables):
-    environ = {
-        "CONSOLE_DATABASE_URL": "sqlite://",
-        "CONSOLE_SECRET_KEY": "k" * 32,
-        # no worker runs here: pending mail (the alert emails too) only ages when a test says so
-        "CONSOLE_ALERT_PENDING_AGE_CRITICAL_SECONDS": "86400",
-        "CONSOLE_ALERT_PENDING_AGE_BULK_SECONDS": "86400",
-        **variables,
-    }
-    return load_settings(environ, instance_path=tmp_path)
 
 
 def add_intent(session, status="pending", template="login-code", **values) -> Intent:

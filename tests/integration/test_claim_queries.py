@@ -5,8 +5,6 @@ record (T2) and the lease sweep, on SQLite and PostgreSQL; SKIP LOCKED on Postgr
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import itertools
 
 import pytest
 from sqlalchemy import event, insert, select, text, update
@@ -16,7 +14,6 @@ from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.core.send_result import SendResult
 from console.models import Attempt, Intent, Suppression
-from console.outbox import enqueue
 from console.store import attempt_records, claims, lease_sweep
 from console.store.database import make_engine
 from console.vocabulary import (
@@ -34,59 +31,16 @@ from console.vocabulary import (
     SUBMITTED,
     TRANSIENT,
 )
-
-T0 = dt.datetime(2026, 3, 2, 9, 0, tzinfo=dt.UTC)  # the claim's `now` unless a test says
-LEASE_SECONDS = 60
-WORKER_ID = "host:1:abc123"
-ORDER_PARAMS = {
-    "customer_name": "Ada",
-    "order_number": "1234",
-    "total": "3.00",
-    "items": [{"quantity": 1, "name": "Tea", "price": "3.00"}],
-}
-_numbers = itertools.count(1)
-
-
-def seconds(n: float) -> dt.timedelta:
-    return dt.timedelta(seconds=n)
-
-
-def queue(session_factory, *, due=T0 - seconds(60), lane=BULK, **columns) -> int:
-    """Enqueue an order confirmation, then give it `due` and any other column values."""
-    number = next(_numbers)
-    with session_factory() as session:
-        intent = enqueue(
-            session,
-            key=f"order:{number}:confirmation",
-            to=f"buyer{number}@example.com",
-            template="order-confirmation",
-            params=ORDER_PARAMS,
-            lane=lane,
-        )
-        values = {"next_attempt_at": due, **columns}
-        table = Intent.__table__
-        session.execute(update(table).where(table.c.id == intent.id).values(**values))
-        session.commit()
-        return intent.id
-
-
-def lock(session, limit=50, lane_limits=None, now=T0):
-    """lock_due as the worker calls it: each lane's cap from `lane_limits_within`."""
-    return claims.lock_due(session, now, limit, claims.lane_limits_within(limit, lane_limits))
-
-
-def lease_all(session, due, *, now=T0, lease_seconds=LEASE_SECONDS):
-    return claims.lease(session, due, now, now + seconds(lease_seconds), WORKER_ID)
-
-
-def load(session_factory, intent_id):
-    """The intent and its attempts, read in a transaction of their own."""
-    with session_factory() as session:
-        intent = session.get(Intent, intent_id)
-        attempts = session.scalars(
-            select(Attempt).where(Attempt.intent_id == intent_id).order_by(Attempt.id)
-        ).all()
-        return intent, attempts
+from tests.support.claim_steps import (
+    LEASE_SECONDS,
+    T0,
+    WORKER_ID,
+    lease_all,
+    load,
+    lock,
+    queue,
+    seconds,
+)
 
 
 def ids(due) -> list[int]:

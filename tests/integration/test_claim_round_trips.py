@@ -9,7 +9,7 @@ from sqlalchemy import event
 from console.transports.memory import MemoryTransport
 from console.vocabulary import LANES
 from console.worker.guard import GuardPolicy
-from tests.integration.test_lanes import insert_bulk_backlog
+from tests.support.backlog import insert_bulk_backlog
 
 
 def statements_of_a_claim(engine, claim) -> tuple[list[str], list[str]]:

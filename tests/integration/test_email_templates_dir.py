@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 
@@ -16,26 +15,11 @@ from console.outbox import enqueue
 from console.store.database import make_engine, make_session_factory
 from console.transports.memory import MemoryTransport
 from console.worker import loop
+from tests.support.template_folders import write_template
 
 SECRET = "test-secret-key" * 3
-BULK_HOLD = 'current_version = 1\nlane = "bulk"\nambiguity = "hold"\n'
 INVOICE_SETTINGS = 'current_version = 1\nlane = "critical"\nambiguity = "resend"\n'
 INVOICE_PARAMS = {"number": 47, "amount": "12.50"}
-
-
-def write_template(root, name, *, settings=BULK_HOLD, subject="Hello {{ name }}",
-                   body="Hi {{ name }}\n", example=None, html=None):  # fmt: skip
-    """Write one template folder in the shipped layout; return its folder."""
-    folder = root / name
-    (folder / "v1").mkdir(parents=True)
-    (folder / "settings.toml").write_text(settings)
-    (folder / "v1" / "subject.txt").write_text(subject)
-    (folder / "v1" / "body.txt").write_text(body)
-    if html is not None:
-        (folder / "v1" / "body.html").write_text(html)
-    params = {"name": "Ada"} if example is None else example
-    (folder / "example.json").write_text(json.dumps(params))
-    return folder
 
 
 @pytest.fixture

@@ -10,12 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import re
 import subprocess
 from urllib.parse import quote, quote_plus
 
 import pytest
-from sqlalchemy import inspect, select, text, update
+from sqlalchemy import select, text, update
 
 from console.core.address_hash import address_hash
 from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppression, utcnow
@@ -26,58 +25,12 @@ from console.store.state_tables import IntentHold, LoginFailureCount
 from console.vocabulary import CANCELLED, FAILED, PENDING, SUBMITTED, SUPPRESSED
 from tests.conftest import TEST_SECRET_KEY
 from tests.support.commands import CONSOLE_BIN
+from tests.support.erasure_checks import files_holding, places_holding
 
 ADDRESS = "erin.example@mail.example.com"
 TYPED = "Erin.Example@Mail.Example.COM"  # as the application and the operator typed it
 TOKEN = address_hash(TEST_SECRET_KEY, ADDRESS)
 NOW = utcnow()
-
-
-def written_forms(address: str) -> set[str]:
-    """`address` as text may hold it: plain, URL-encoded, JSON-escaped (lower-cased)."""
-    plain = address.lower()
-    escaped = json.dumps(plain)[1:-1]  # non-ASCII as \\uXXXX
-    return {
-        plain,
-        plain.replace("@", "%40"),
-        quote(plain, safe=""),
-        quote_plus(plain),
-        escaped,
-        escaped.replace("@", "\\u0040"),
-    }
-
-
-def places_holding(engine, needle: str) -> list[str]:
-    """Every table.column whose text, in any letter case, holds `needle` in any written form."""
-    found = []
-    inspector = inspect(engine)
-    with engine.connect() as connection:
-        for table in inspector.get_table_names():
-            for column in inspector.get_columns(table):
-                name = column["name"]
-                query = text(
-                    f'SELECT count(*) FROM "{table}" '
-                    f"WHERE lower(CAST(\"{name}\" AS TEXT)) LIKE :pattern ESCAPE '!'"
-                )
-                for form in written_forms(needle):
-                    pattern = "%" + re.sub(r"([!%_])", r"!\1", form) + "%"
-                    if connection.execute(query, {"pattern": pattern}).scalar_one():
-                        found.append(f"{table}.{name}")
-                        break
-    return found
-
-
-def files_holding(engine, needle: str) -> list[str]:
-    """The files of a SQLite database (main, -wal) whose bytes hold `needle` in any form."""
-    path = engine.url.database
-    found = []
-    for file in (path, f"{path}-wal"):
-        if os.path.exists(file):
-            with open(file, "rb") as handle:
-                data = handle.read().lower()
-            if any(form.encode() in data for form in written_forms(needle)):
-                found.append(os.path.basename(file))
-    return found
 
 
 def add_intent(session, to: str, status: str, key: str, **params) -> Intent:

@@ -12,7 +12,7 @@ from console.models import utcnow
 from console.ops import alerts
 from console.ops.hold_figures import HOLD_SET
 from console.store import holds
-from tests.integration.test_alerts import Webhook, settings_for
+from tests.support.alert_webhook import Webhook, settings_for
 from tests.support.orders import enqueue_orders
 
 

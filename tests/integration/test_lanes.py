@@ -2,43 +2,16 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import uuid
-
 import pytest
-from sqlalchemy import insert
 
 from console.models import Intent, utcnow
 from console.transports.memory import MemoryTransport
-from console.vocabulary import BULK, DATA_SENT, PENDING, SUBMITTED
+from console.vocabulary import DATA_SENT, SUBMITTED
+from tests.support.backlog import insert_bulk_backlog
 from tests.support.orders import enqueue_login_code
 
 BULK_BACKLOG = 20_000
 BATCH_SIZE = 50
-
-
-def insert_bulk_backlog(session_factory, count: int) -> None:
-    """Queue `count` bulk intents directly, as an application in another language would."""
-    now = utcnow() - dt.timedelta(minutes=5)
-    rows = [
-        dict(
-            idempotency_key=f"newsletter:{n}",
-            message_id=f"<{uuid.uuid4().hex}@test.example>",
-            recipient=f"reader{n}@example.com",
-            template="welcome",
-            template_version=1,
-            params={"name": f"Reader {n}", "login_url": "https://example.com/login"},
-            status=PENDING,
-            lane=BULK,
-            attempt_count=0,
-            next_attempt_at=now,
-            created_at=now,
-        )
-        for n in range(count)
-    ]
-    with session_factory() as session:
-        session.execute(insert(Intent), rows)
-        session.commit()
 
 
 class EnqueueDuringSend(MemoryTransport):

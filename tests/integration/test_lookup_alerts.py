@@ -23,7 +23,7 @@ from console.outbox import enqueue
 from console.store.alert_states import load_firing_alerts
 from console.transports.factory import make_transport
 from console.vocabulary import AMBIGUOUS
-from tests.integration.test_alerts import Webhook
+from tests.support.alert_webhook import Webhook
 from tests.support.provider_apis import postmark_role, start_apis, stop_apis
 
 TOKEN = "server-token-0123"

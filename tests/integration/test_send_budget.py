@@ -15,7 +15,7 @@ from console.store import send_budget
 from console.transports.memory import MemoryTransport
 from console.vocabulary import CRITICAL, ENVELOPE, SUBMITTED
 from console.worker.send_budget import SendBudget
-from tests.integration.test_lanes import insert_bulk_backlog
+from tests.support.backlog import insert_bulk_backlog
 
 RATE = tb.BucketPolicy.of(10.0)
 

@@ -18,9 +18,8 @@ from console.core.classify import classify
 from console.transports.smtp import SmtpTransport
 from console.transports.smtp_chunking import canonical_body
 from console.vocabulary import AMBIGUOUS, DATA_SENT, PERMANENT, REPLY_READ
-from tests.integration.test_smtp_pipelining import emails
-from tests.integration.test_smtp_session import outgoing, send_all
 from tests.support.smtp_relay import relays
+from tests.support.transport_sends import emails, outgoing, send_all
 
 TIMEOUT_SECONDS = 2.0
 DOTTED = (

@@ -13,8 +13,8 @@ from aiosmtplib.protocol import PERIOD_REGEX, normalize_message_line_endings
 from console.transports import smtp_data
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import DATA_SENT, ENVELOPE, REPLY_READ
-from tests.integration.test_smtp_session import outgoing
 from tests.support.smtp_relay import relays
+from tests.support.transport_sends import outgoing
 
 TIMEOUT_SECONDS = 2.0
 

@@ -16,8 +16,8 @@ import pytest
 from console.transports import smtp_pipelining as pipelining
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import DATA_SENT, ENVELOPE, REPLY_READ
-from tests.integration.test_smtp_session import outgoing, send_all
 from tests.support.smtp_relay import relays
+from tests.support.transport_sends import emails, outgoing, send_all
 
 TIMEOUT_SECONDS = 2.0
 
@@ -26,10 +26,6 @@ TIMEOUT_SECONDS = 2.0
 def relay_with():
     with relays() as start:
         yield start
-
-
-def emails(*recipients: str):
-    return [outgoing(recipient, number=n) for n, recipient in enumerate(recipients, 1)]
 
 
 def failure(result) -> tuple:

@@ -4,7 +4,6 @@ a broken connection replaced and counted."""
 
 from __future__ import annotations
 
-import asyncio
 import email
 import email.policy
 import threading
@@ -14,52 +13,13 @@ import pytest
 from prometheus_client import generate_latest
 
 from console.core.classify import MESSAGE_TOO_BIG, SMTPUTF8_NOT_OFFERED, classify
-from console.transports.base import OutgoingEmail
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import DATA_SENT, ENVELOPE, PERMANENT, REPLY_READ
 from tests.support.loop_server import LoopServer
 from tests.support.smtp_server import ScriptedSMTPServer
+from tests.support.transport_sends import outgoing, send_all
 
 TIMEOUT_SECONDS = 2.0
-
-
-def outgoing(recipient: str, body: bytes | None = None, number: int = 1) -> OutgoingEmail:
-    message_id = f"<m{number}@example.com>"
-    raw = (
-        body
-        or (
-            f"From: shop@example.com\r\nTo: {recipient}\r\nSubject: hi\r\n"
-            f"Message-ID: {message_id}\r\n\r\nhello\r\n"
-        ).encode()
-    )
-    return OutgoingEmail(
-        intent_id=number,
-        attempt_id=number,
-        message_id=message_id,
-        idempotency_key=f"k{number}",
-        mail_from="shop@example.com",
-        envelope_from="shop@example.com",
-        recipient=recipient,
-        subject="hi",
-        text="hello",
-        html=None,
-        created_at_epoch=0.0,
-        as_bytes=lambda: raw,
-    )
-
-
-async def _stage(email, stage):
-    return None
-
-
-def send_all(transport: SmtpTransport, emails: list[OutgoingEmail], close: bool = True):
-    async def run():
-        results = [await transport.send(one, _stage) for one in emails]
-        if close:
-            await transport.close()
-        return results
-
-    return asyncio.run(run())
 
 
 def test_ehlo_says_the_configured_name():

@@ -16,7 +16,7 @@ from console.models import Attempt, Suppression
 from console.store import attempt_records
 from console.store.socket_marks import SocketMarks
 from console.vocabulary import CLAIMED, DATA_SENT
-from tests.integration.test_claim_queries import T0, lease_all, lock, queue
+from tests.support.claim_steps import T0, lease_all, lock, queue
 
 pytestmark = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
 

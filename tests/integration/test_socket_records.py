@@ -12,8 +12,8 @@ import pytest
 from console.store import attempt_records
 from console.store.socket_records import SocketRecords
 from console.vocabulary import CLAIMED, SENDING, SUBMITTED
-from tests.integration.test_claim_queries import T0, lease_all, load, lock, queue, seconds
-from tests.integration.test_record_group import outcomes_of_each_kind, row_values
+from tests.support.claim_steps import T0, lease_all, load, lock, queue, seconds
+from tests.support.record_checks import outcomes_of_each_kind, row_values
 
 pytestmark = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
 

@@ -11,7 +11,7 @@ from console import outbox
 from console.app import create_app
 from console.mail import catalog as mail_catalog
 from tests.conftest import TEST_SECRET_KEY
-from tests.integration.test_email_templates_dir import write_template
+from tests.support.template_folders import write_template
 
 SHIPPED = ["case-assigned", "login-code", "ops-alert", "order-confirmation", "password-reset",
            "welcome"]  # fmt: skip

@@ -8,7 +8,7 @@ from console.core.address_hash import address_hash
 from console.models import AuditEntry, Intent, Suppression, utcnow
 from console.web.extensions import db
 from tests.conftest import TEST_SECRET_KEY
-from tests.integration.test_forget import files_holding, places_holding
+from tests.support.erasure_checks import files_holding, places_holding
 
 ADDRESS = "erin@example.com"
 TOKEN = address_hash(TEST_SECRET_KEY, ADDRESS)

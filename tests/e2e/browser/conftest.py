@@ -11,17 +11,16 @@ import os
 import shutil
 import threading
 import warnings
-from pathlib import Path
 
 import pytest
 from flask import Flask
 from waitress import create_server, wasyncore
 
 from console.app import create_app
-from console.paths import PROJECT_ROOT
 from console.store.accounts import create_user
 from console.web.extensions import db
 from tests.conftest import TEST_SECRET_KEY
+from tests.support.browser_console import PASSWORDS, ROLES
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -33,9 +32,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-ARTIFACTS = PROJECT_ROOT / "test-artifacts"
-PASSWORDS = {"olga": "operator-pass", "vic": "viewer-pass", "ada": "admin-pass"}
-ROLES = {"olga": "operator", "vic": "viewer", "ada": "admin"}
 
 
 @dataclasses.dataclass
@@ -110,11 +106,3 @@ def console_page(chromium, request):
     yield page
     context.close()
     assert policy_errors == [], f"{request.node.name}: {policy_errors}"
-
-
-def screenshot(page, name: str) -> Path:
-    """Save a full-page screenshot as a test artifact."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    target = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(target), full_page=True)
-    return target

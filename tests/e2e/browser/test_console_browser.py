@@ -11,45 +11,15 @@ from playwright.sync_api import expect
 from sqlalchemy import select
 
 from console.models import Intent
-from console.outbox import enqueue
 from console.web.extensions import db
-from tests.e2e.browser.conftest import PASSWORDS, screenshot
+from tests.support.browser_console import add_intent, log_in, screenshot
 
 pytestmark = pytest.mark.browser
-
-
-def add_intent(live_console, key: str, status: str, event: str | None = None) -> int:
-    with live_console.app.app_context():
-        intent = enqueue(
-            db.session,
-            key=key,
-            event=event,
-            to="customer@example.com",
-            template="order-confirmation",
-            params={
-                "customer_name": "Grace",
-                "order_number": key,
-                "items": [{"quantity": 1, "name": "Lamp", "price": "30.00"}],
-                "total": "30.00",
-            },
-        )
-        db.session.flush()
-        db.session.query(Intent).filter_by(id=intent.id).update({"status": status})
-        db.session.commit()
-        return intent.id
 
 
 def status_of(live_console, intent_id: int) -> str:
     with live_console.app.app_context():
         return db.session.execute(select(Intent.status).where(Intent.id == intent_id)).scalar()
-
-
-def log_in(page, live_console, username: str) -> None:
-    page.goto(live_console.url("/login"))
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", PASSWORDS[username])
-    page.click("button:has-text('Log in')")
-    page.wait_for_url(live_console.url("/"))
 
 
 def csrf_token_of(page) -> str:

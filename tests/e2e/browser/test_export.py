@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.browser.test_console_browser import add_intent, log_in
+from tests.support.browser_console import add_intent, log_in
 
 pytestmark = pytest.mark.browser
 

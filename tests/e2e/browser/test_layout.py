@@ -14,7 +14,7 @@ from console.store.accounts import create_user
 from console.store.events import record_events
 from console.store.state_tables import WorkerHeartbeat
 from console.web.extensions import db
-from tests.e2e.browser.test_console_browser import log_in
+from tests.support.browser_console import log_in
 
 pytestmark = pytest.mark.browser
 

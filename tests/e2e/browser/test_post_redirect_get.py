@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from console.models import Intent
 from console.web.extensions import db
-from tests.e2e.browser.test_console_browser import add_intent, log_in
+from tests.support.browser_console import add_intent, log_in
 
 pytestmark = pytest.mark.browser
 

@@ -22,7 +22,7 @@ from console.store.database import make_session_factory
 from console.transports.memory import MemoryTransport
 from console.vocabulary import REPLY_READ
 from console.web.extensions import db
-from tests.e2e.browser.conftest import PASSWORDS, screenshot
+from tests.support.browser_console import PASSWORDS, screenshot
 from tests.support.workers import build_worker
 
 pytestmark = pytest.mark.browser

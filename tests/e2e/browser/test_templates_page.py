@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.browser.test_console_browser import log_in
+from tests.support.browser_console import log_in
 
 pytestmark = pytest.mark.browser
 

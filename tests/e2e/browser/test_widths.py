@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from console.web.extensions import db
-from tests.e2e.browser.test_console_browser import log_in
+from tests.support.browser_console import log_in
 from tests.support.console_states import add_every_state, page_problems, pages
 
 pytestmark = pytest.mark.browser
