@@ -49,7 +49,7 @@ class AtEnvelope(SmtpTransport):
     each attempt's stage back when the worker lets the body go."""
 
     def __init__(self, url, engine, before_mark=None, **options) -> None:
-        super().__init__(url, timeout_seconds=2.0, **options)
+        super().__init__(url, timeout_seconds=10.0, **options)  # a loaded machine is slow
         self.engine = engine
         self.before_mark = before_mark
         self.stage_when_body_allowed: dict[int, str] = {}

@@ -106,8 +106,12 @@ def actions_on(app, *intent_ids: int) -> list[str]:
 
 
 def run_worker(make_worker, result: SendResult) -> None:
-    """One tick of a real worker whose relay answers `result` to every attempt."""
-    make_worker(MemoryTransport({RECIPIENT: [result]})).run_once()
+    """One tick of a real worker whose relay answers `result` to every attempt.
+
+    It reads the real clock: an action on the page makes the intent due at the real
+    time of the request, however long the steps before it took.
+    """
+    make_worker(MemoryTransport({RECIPIENT: [result]}), clock=utcnow).run_once()
 
 
 def test_requeue_from_a_tab_opened_before_a_retry_answers_409(
