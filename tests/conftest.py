@@ -90,10 +90,35 @@ def backend(request) -> str:
     return request.param
 
 
+# Tests whose outcome depends on how busy the machine is: rates and latencies measured,
+# or the path the worker picks from the database's answer time. tests/run.sh runs them
+# alone, after the rest of the suite has run in two processes.
+SERIAL_FILES = {
+    "tests/e2e/test_send_rate.py",
+    "tests/e2e/test_send_quota.py",
+    "tests/e2e/test_send_throttle.py",
+    "tests/e2e/test_send_concurrency.py",
+    "tests/e2e/test_scale_out.py",
+    "tests/integration/test_mark_before_body.py",
+    "tests/integration/test_socket_marks.py",
+    "tests/integration/test_serial_writes.py",
+    "tests/integration/test_claim_ahead.py",
+    "tests/integration/test_busy_database.py",
+    "tests/integration/test_critical_check.py",
+}
+SERIAL_TESTS = {
+    "tests/e2e/test_crash.py::test_sigkill_with_outcomes_waiting_together_leaves_at_most_two_groups_unknown",
+}
+
+
 def pytest_collection_modifyitems(items) -> None:
     """Mark each PostgreSQL run of a test with `postgres`, so `-m "not postgres"` selects
-    the SQLite half (the fast loop) and the whole suite runs both."""
+    the SQLite half (the fast loop) and the whole suite runs both; mark the tests of
+    ``SERIAL_FILES`` and ``SERIAL_TESTS`` `serial`."""
     for item in items:
+        path = item.nodeid.split("::")[0]
+        if path in SERIAL_FILES or item.nodeid.split("[")[0] in SERIAL_TESTS:
+            item.add_marker(pytest.mark.serial)
         callspec = getattr(item, "callspec", None)
         if callspec is not None and callspec.params.get("backend") == "postgresql":
             item.add_marker(pytest.mark.postgres)

@@ -41,4 +41,20 @@ fi
 "$VENV/bin/ruff" check console tests
 "$VENV/bin/ruff" format --check console tests
 
-"$VENV/bin/python" -m pytest --durations=15 "$@"
+# Most of the suite in two processes (each with its own PostgreSQL cluster), then the
+# tests marked `serial` (rates, latencies, paths picked by timing) alone. pytest exits
+# with status 5 when a part selects no test (e.g. `bash tests/run.sh tests/unit`).
+status=0
+"$VENV/bin/python" -m pytest -n "${CONSOLE_TEST_PROCESSES:-2}" --dist loadfile -m "not serial" \
+    --durations=15 "$@" || status=$?
+if [ "$status" -ne 0 ] && [ "$status" -ne 5 ]; then
+    exit "$status"
+fi
+serial_status=0
+"$VENV/bin/python" -m pytest -m serial --durations=10 "$@" || serial_status=$?
+if [ "$serial_status" -eq 5 ] && [ "$status" -eq 5 ]; then
+    exit 5  # neither part selected a test
+fi
+if [ "$serial_status" -ne 0 ] && [ "$serial_status" -ne 5 ]; then
+    exit "$serial_status"
+fi

@@ -149,6 +149,6 @@ def test_a_statement_built_on_the_fly_never_gets_the_prepared_of_one_gone(engine
         gone = text("SELECT :secret")
         prepared.prepared(gone, engine.dialect)
         del gone
-        gc.collect()
+        gc.collect(0)  # the youngest generation: where the statement just freed is
         fresh = text("SELECT :n")
         assert prepared.prepared(fresh, engine.dialect).parameters({"n": 1}) in ([1], {"n": 1})
