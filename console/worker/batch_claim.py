@@ -131,9 +131,31 @@ class BatchClaimer:
         return released
 
     def claim_beside(self, ahead: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
-        """A batch claimed ahead, at the start of its tick: sent as it is when every breaker
-        is closed and no critical intent is due (two reads, no transaction), else
-        ``_claim_beside``."""
+        """A batch claimed ahead, at the start of its tick: what expired or became
+        ineligible since its claim given back (``_rescreen``); the rest sent as it is when
+        every breaker is closed and no critical intent is due (two reads, no transaction),
+        else ``_claim_beside``. Returns the batch and how many intents went back."""
+        ahead, screened_out = self._rescreen(ahead, now)
+        batch, released = self._claim_beside_screened(ahead, now)
+        return batch, released + screened_out
+
+    def _rescreen(self, ahead: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
+        """Expiry and the application's eligibility check, read again at the batch's own
+        tick: an intent that fails them now goes back uncounted, due now, and the next
+        claim closes it as a claim does (expired, ineligible). Suppression is the mark's."""
+        kept, stale = [], []
+        with self.session_factory() as session:  # no connection unless a check queries
+            for claim in ahead.leased:
+                decision = self.decisions.at_claim(claim.intent, False, session, now)
+                (kept if decision is None else stale).append(claim)
+        if not stale:
+            return ahead, 0
+        released = self.give_back(stale, [], now)
+        return dataclasses.replace(ahead, leased=kept), released
+
+    def _claim_beside_screened(
+        self, ahead: ClaimedBatch, now: dt.datetime
+    ) -> tuple[ClaimedBatch, int]:
         with self.session_factory.kw["bind"].connect() as connection:
             connection = connection.execution_options(isolation_level="AUTOCOMMIT")
             if claims.critical_due(connection, now):

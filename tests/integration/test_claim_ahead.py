@@ -11,19 +11,21 @@ direction (``pg_far_port``).
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 
 import pytest
 from sqlalchemy import func, select
 
-from console.models import Attempt, Intent
+from console.models import Attempt, Intent, utcnow
+from console.outbox import enqueue
 from console.store.database import make_engine, make_session_factory
 from console.store.send_guards import read_breakers
 from console.transports.memory import MemoryTransport
-from console.vocabulary import OPEN, PENDING, SENDING, SUBMITTED
+from console.vocabulary import EXPIRED, OPEN, PENDING, SENDING, SUBMITTED
 from console.worker.guard import GuardPolicy, SendGuard
 from tests.support.delay_proxy import SubprocessDelayProxy, url_through
-from tests.support.orders import enqueue_login_code, enqueue_orders
+from tests.support.orders import ORDER, enqueue_login_code, enqueue_orders
 
 pytestmark = pytest.mark.postgres
 
@@ -258,3 +260,28 @@ def test_close_with_the_database_gone_leaves_the_batch_claimed_ahead_to_the_swee
     assert statuses(direct) == {SUBMITTED: BATCH, SENDING: 8 - BATCH}, "leases left to expire"
     engine.dispose()
     direct_engine.dispose()
+
+
+def test_mail_that_expired_while_claimed_ahead_is_screened_at_its_own_tick_and_not_sent(
+    pg_factory, make_worker, clock
+):
+    """Expiry is read when the batch's own tick begins, not when it was claimed ahead."""
+    with pg_factory() as session:
+        expires_at = utcnow() + dt.timedelta(seconds=30)
+        for number in range(2 * BATCH):
+            enqueue(session, key=f"offer:{number}", to=f"o{number}@example.com",
+                    expires_at=expires_at, **ORDER)  # fmt: skip
+        session.commit()
+    transport = MemoryTransport()
+    worker = make_worker(
+        transport, session_factory=pg_factory, batch_size=BATCH, concurrency=2, claim_ahead=True
+    )
+    assert worker.run_once().claimed == BATCH
+    wait_for_sending(pg_factory, BATCH)  # the second batch, leased while it was still wanted
+
+    clock.advance(60)  # past expires_at before its tick
+    while worker.run_once().claimed or statuses(pg_factory).get(PENDING):
+        pass
+
+    assert len(transport.sent) == BATCH, "nothing sent after it expired"
+    assert statuses(pg_factory) == {SUBMITTED: BATCH, EXPIRED: BATCH}
