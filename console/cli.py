@@ -47,8 +47,8 @@ class StartRefused(click.ClickException):
 
 def check_database(url: str) -> None:
     """Refuse to start (StartRefused) on a database unreachable, without or behind the schema."""
-    from console.store.schema_check import DatabaseNotReady
-    from console.store.schema_check import check_database as check
+    from console.store.database import DatabaseNotReady
+    from console.store.database import check_database as check
 
     try:
         check(url)
@@ -101,7 +101,7 @@ class ConsoleGroup(FlaskGroup):
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from console.store.heartbeats import product_version
+    from console.store.figures import product_version
 
     click.echo(f"console {product_version()}")
     ctx.exit()

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from console.core.clock import utcnow  # noqa: F401 - every layer above reads the time here
 from console.events import SET_UP_EVENTS
-from console.store.columns import ID, Base, UTCDateTime, check_in, partial_index
+from console.model_columns import ID, Base, UTCDateTime, check_in, partial_index
 from console.vocabulary import BULK, LANES, PENDING, ROLES, STATUSES
 
 
@@ -280,7 +280,7 @@ partial_index(
 )
 
 
-# The worker's and operations' own state (heartbeats, alerts, breakers, deferrals) lives in
-# console.store.state_tables, the webhooks' used request keys in console.store.replay_keys;
-# importing them here registers those tables on Base.metadata.
-from console.store import replay_keys, state_tables  # noqa: E402, F401
+# The worker's and operations' own state (heartbeats, alerts, breakers, deferrals) and the
+# webhooks' used request keys live in console.state_tables; importing it here registers
+# those tables on Base.metadata.
+from console import state_tables  # noqa: E402, F401

@@ -25,10 +25,8 @@ from console.mail.catalog import TemplateCatalog
 from console.mail.header_checks import unsafe_character
 from console.mail.template_settings import TemplateError
 from console.models import Intent, utcnow
-from console.store import suppression_lookup
-from console.store.intent_insert import insert_intent_once
-from console.store.intent_lookup import intent_by_key
-from console.store.supersede import cancel_unsent
+from console.store import suppressions
+from console.store.intents import cancel_unsent, insert_intent_once, intent_by_key
 from console.vocabulary import LANES, PENDING
 
 MAX_KEY_LENGTH = 255
@@ -67,7 +65,7 @@ def configure(settings: Settings) -> None:
     enqueue reads the settings from the environment the same way.
     """
     global _options
-    suppression_lookup.use_address_key(settings.secret_key)  # a forgotten address stays suppressed
+    suppressions.use_address_key(settings.secret_key)  # a forgotten address stays suppressed
     catalog = mail_catalog.configure(settings)
     _options = OutboxOptions(settings.message_id_domain, settings.max_params_bytes, catalog)
 

@@ -35,7 +35,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from console.models import Intent, utcnow
 from console.outbox import enqueue
-from console.store.intent_lookup import intent_by_key
+from console.store.intents import intent_by_key
 
 PURPOSE = "case-assignment"
 REASSIGNED = "case reassigned to a newer revision"

@@ -3,7 +3,7 @@
 Its own SQLite database, ``instance/demo.db``, never the one ``console serve`` uses;
 ``--database`` or CONSOLE_DATABASE_URL may name another, which it takes only if it made
 it, marked it as its own before or finds it at the code's schema without an
-application's rows (console.store.demo_seed): any other refuses the start in one line,
+application's rows (console.demo.seed): any other refuses the start in one line,
 exit status 2, nothing written. Then a local SMTP capture server that misbehaves for
 some addresses (console.demo.smtp_capture), demo business events and their history
 (console.demo.history), a webhook secret with a signed ``curl`` to paste, logins
@@ -33,16 +33,16 @@ from console import logs
 from console.app import create_app
 from console.cli import StartRefused
 from console.config import Settings
-from console.demo import history, provider_shapes
+from console.demo import history, provider_shapes, seed
 from console.demo.activity import Activity
+from console.demo.seed import suppress_once
 from console.demo.smtp_capture import CapturedMessage, DemoSMTPServer
 from console.demo.traffic import TRAFFIC_CASES, TRAFFIC_SECONDS, DemoTraffic
 from console.models import utcnow
 from console.outbox import enqueue
 from console.paths import instance_dir
-from console.store import demo_seed, schema_check
+from console.store import database
 from console.store.accounts import put_user
-from console.store.demo_seed import suppress_once
 from console.web.extensions import db
 
 # Quick retries so the demo shows retried, pending and dead mail within minutes;
@@ -127,18 +127,18 @@ def not_the_demos(url: str) -> str | None:
     """Why the demo may not write into the database at `url`; None when it may."""
     if _made_here(url):
         return None
-    with schema_check.connected(url) as connection:
-        if demo_seed.bears_demo_mark(connection):
+    with database.connected(url) as connection:
+        if seed.bears_demo_mark(connection):
             return None
-        if demo_seed.holds_application_rows(connection):
+        if seed.holds_application_rows(connection):
             return (
-                f"the database at {schema_check.shown_url(url)} holds accounts or mail "
+                f"the database at {database.shown_url(url)} holds accounts or mail "
                 "that console demo did not create: give it an empty database, or unset "
                 "CONSOLE_DATABASE_URL and --database for instance/demo.db"
             )
-        revision = schema_check.current_revision(connection)
-        if schema_check.is_behind(revision):
-            return schema_check.behind_message(url, revision)
+        revision = database.current_revision(connection)
+        if database.is_behind(revision):
+            return database.behind_message(url, revision)
     return None
 
 
@@ -146,7 +146,7 @@ def claim_database(url: str) -> None:
     """Refuse to start (StartRefused) on a database that is not the demo's own to write."""
     try:
         refusal = not_the_demos(url)
-    except schema_check.DatabaseNotReady as error:
+    except database.DatabaseNotReady as error:
         refusal = str(error)
     if refusal is not None:
         raise StartRefused(refusal)
@@ -207,7 +207,7 @@ def seed_demo_events(session: Session) -> str:
 def seed_demo(session: Session) -> tuple[str, list[tuple[str, str, str]]]:
     """Mark the database as the demo's, reset the logins, seed the mail, its history and the
     providers' reports; commit. Return the curl's Message-ID and the logins."""
-    demo_seed.mark_as_demo(session, utcnow())
+    seed.mark_as_demo(session, utcnow())
     logins = reset_demo_logins(session)
     curl_message_id = seed_demo_events(session)
     history.seed_history(session)

@@ -12,11 +12,11 @@ import shlex
 
 from sqlalchemy.orm import Session
 
+from console.demo.seeded_history import record_earlier_send
 from console.events import BOUNCED, COMPLAINED, DELIVERED, PERMANENT, ReportedEvent
 from console.events.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from console.models import utcnow
 from console.outbox import enqueue, supersede
-from console.store.demo_history import record_earlier_send
 from console.store.events import record_events
 
 BOUNCED_ADDRESS = "gone.mailbox@example.com"

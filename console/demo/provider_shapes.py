@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from console.events import ReportedEvent, mailgun, postmark, resend, sendgrid, ses
 from console.models import utcnow
 from console.store.events import record_events
-from console.store.intent_lookup import intent_by_key
+from console.store.intents import intent_by_key
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,7 @@ the base64 DER signature in ``X-Twilio-Email-Event-Webhook-Signature`` and
 the Unix time in ``X-Twilio-Email-Event-Webhook-Timestamp``; the verification
 key (Settings → Mail Settings → Signed Event Webhook) is base64 DER, or PEM.
 The timestamp must be within the tolerance, and a signature already used is
-a replay (``console.store.replay_keys``).
+a replay (``console.store.events``).
 
 One request carries a JSON array of events, each recorded once by its
 ``sg_event_id``:

@@ -44,10 +44,10 @@ from console.ops.lookup_alerts import lookup_conditions
 from console.ops.relay_conditions import relay_conditions
 from console.ops.send_budget_figures import quota_conditions
 from console.outbox import enqueue
-from console.store import alert_checks, alert_states
-from console.store.alert_states import RESOLVED
-from console.store.sender_rates import sender_rates
-from console.store.state_tables import AlertState
+from console.state_tables import AlertState
+from console.store import alerts
+from console.store.alerts import RESOLVED
+from console.store.send_budget import sender_rates
 from console.vocabulary import CRITICAL
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def _ago(now: dt.datetime, seconds: float) -> dt.datetime:
 
 def dead_letters(session: Session, settings: Settings, now: dt.datetime) -> list[Condition]:
     since = _ago(now, settings.alert_dead_window_seconds)
-    count, newest = alert_checks.count_dead_since(session, since)
+    count, newest = alerts.count_dead_since(session, since)
     if not count:
         return []
     summary = (
@@ -97,7 +97,7 @@ def dead_letters(session: Session, settings: Settings, now: dt.datetime) -> list
 
 def ambiguous_waiting(session: Session, settings: Settings, now: dt.datetime) -> list[Condition]:
     threshold = settings.alert_ambiguous_after_seconds
-    count, oldest = alert_checks.count_ambiguous_before(session, _ago(now, threshold))
+    count, oldest = alerts.count_ambiguous_before(session, _ago(now, threshold))
     if not count:
         return []
     waited = (now - oldest).total_seconds()
@@ -137,7 +137,7 @@ def pending_too_long(
         + [t for name in catalog.names() if (t := _pending_age_target(str(catalog.root), name))]
     )
     # only intents older than every target: an index range
-    rows = alert_checks.oldest_pending_by_template(session, _ago(now, shortest_target))
+    rows = alerts.oldest_pending_by_template(session, _ago(now, shortest_target))
     found = []
     for template, lane, oldest in rows:
         age_seconds = (now - oldest).total_seconds()
@@ -158,7 +158,7 @@ def breakers_open(session: Session, settings: Settings, now: dt.datetime) -> lis
             f"the {lane} lane is paused by its circuit breaker ({state})",
             {"lane": lane, "state": state, "failure_rate": rate},
         )
-        for lane, state, rate in alert_checks.held_back_lanes(session)
+        for lane, state, rate in alerts.held_back_lanes(session)
     ]
 
 
@@ -166,7 +166,7 @@ def provider_auth_failures(
     session: Session, settings: Settings, now: dt.datetime
 ) -> list[Condition]:
     since = _ago(now, settings.alert_auth_window_seconds)
-    count, code = alert_checks.count_replies_since(session, since, AUTH_FAILURE_CODES)
+    count, code = alerts.count_replies_since(session, since, AUTH_FAILURE_CODES)
     if not count:
         return []
     summary = (
@@ -239,7 +239,7 @@ def _enqueue_alert_email(session: Session, settings: Settings, condition: Condit
 def fire(session: Session, settings: Settings, condition: Condition, now: dt.datetime) -> bool:
     """Mark `condition` firing unless it is; the call that does it notifies (email, log)."""
     key, summary, details = condition.key, condition.summary, condition.details
-    if not alert_states.mark_alert_firing(session, key, summary, details, now):
+    if not alerts.mark_alert_firing(session, key, summary, details, now):
         return False
     if settings.alert_email:
         _enqueue_alert_email(session, settings, condition, now)
@@ -252,13 +252,13 @@ def update_states(
 ) -> tuple[list[str], list[str]]:
     """Fire new conditions and clear those that no longer hold; return (fired, cleared)."""
     holding = {c.key for c in conditions}
-    active = alert_states.load_active_alert_keys(session)
+    active = alerts.load_active_alert_keys(session)
     fired = []
     for condition in conditions:
         if condition.key not in active and fire(session, settings, condition, now):
             fired.append(condition.key)
     gone = sorted(active - holding)
-    cleared = [key for key in gone if alert_states.mark_alert_cleared(session, key, now)]
+    cleared = [key for key in gone if alerts.mark_alert_cleared(session, key, now)]
     for key in cleared:
         log.info("alert condition cleared", extra={"condition": key, "stage": "alert"})
     return fired, cleared
@@ -289,14 +289,12 @@ def deliver_webhooks(
     """POST every transition not yet delivered; return (sent, failed)."""
     stale_before = _ago(now, WEBHOOK_RETRY_SECONDS)
     sent = failed = 0
-    for row in alert_states.load_alerts_owing_webhook(session_factory):
+    for row in alerts.load_alerts_owing_webhook(session_factory):
         due = row.webhook_due
-        if not alert_states.claim_alert_webhook(
-            session_factory, row.condition, due, now, stale_before
-        ):
+        if not alerts.claim_alert_webhook(session_factory, row.condition, due, now, stale_before):
             continue
         if _post(post, settings, webhook_payload(row, due)):
-            alert_states.mark_alert_notified(session_factory, row.condition, due, utcnow())
+            alerts.mark_alert_notified(session_factory, row.condition, due, utcnow())
             sent += 1
         else:
             failed += 1

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 from console.config import Settings
 from console.mail.catalog import TemplateCatalog, default_catalog
 from console.models import utcnow
-from console.store import duplicate_sends, latency_figures
+from console.store import duplicate_sends, figures
 from console.vocabulary import BULK, CRITICAL, LANES
 
 LATENCY_BUCKETS_SECONDS = (
@@ -101,7 +101,7 @@ class DeliveryCollector(Collector):
             until = self._clock() - dt.timedelta(seconds=SETTLE_SECONDS)
             known = set(self._template_names())
             for _ in range(PAGES_PER_SCRAPE):
-                rows = latency_figures.latencies_after(session, self._latency_mark, until,
+                rows = figures.latencies_after(session, self._latency_mark, until,
                                                        PAGE_ROWS)  # fmt: skip
                 for row in rows:
                     template = row.template if row.template in known else OTHER_TEMPLATE
@@ -125,7 +125,7 @@ class DeliveryCollector(Collector):
 
 @dataclasses.dataclass(frozen=True)
 class DeliveryFigures:
-    latency: dict[str, latency_figures.Percentiles]  # lane -> the last hour's p50 and p99
+    latency: dict[str, figures.Percentiles]  # lane -> the last hour's p50 and p99
     targets: dict[str, float]  # lane -> its p99 target in seconds
     duplicates: dict[str, int]  # cause -> possible duplicates in the last 24 h
 
@@ -143,7 +143,7 @@ def read_figures(session: Session, settings: Settings, now: dt.datetime) -> Deli
     lanes, _ = latency_targets(default_catalog())
     found = duplicate_sends.possible_duplicates(session, now - DUPLICATES_WINDOW, now)
     return DeliveryFigures(
-        latency=latency_figures.lane_percentiles(session, now - LATENCY_WINDOW, now),
+        latency=figures.lane_percentiles(session, now - LATENCY_WINDOW, now),
         targets=lanes,
         duplicates=duplicate_sends.count_by_cause(found),
     )
@@ -195,7 +195,7 @@ def latency_conditions(session: Session, settings: Settings, now: dt.datetime) -
     lanes, templates = latency_targets(default_catalog())
     current_minute = math.floor(now.timestamp() / 60)
     since = dt.datetime.fromtimestamp((current_minute - HOLD_MINUTES - 59) * 60, dt.UTC)
-    counts = latency_figures.over_target_by_minute(session, since, now, lanes, templates)
+    counts = figures.over_target_by_minute(session, since, now, lanes, templates)
     found = []
     for lane in LANES:
         by_minute = {minute: value for (row_lane, minute), value in counts.items()

@@ -18,9 +18,9 @@ from console.mail.catalog import TemplateCatalog, catalog_for
 from console.mail.template_settings import TemplateError
 from console.models import utcnow
 from console.ops.command_sessions import command_session
+from console.state_tables import HOLD_DOMAIN, HOLD_LANE, HOLD_TEMPLATE
 from console.store import holds
 from console.store.actions import ActionRefused
-from console.store.state_tables import HOLD_DOMAIN, HOLD_LANE, HOLD_TEMPLATE
 
 
 def known_selector(kind: str, text: str, catalog: TemplateCatalog) -> holds.Selector:

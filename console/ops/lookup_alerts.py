@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from console.config import Settings
 from console.core.asking import provider_that_answers
-from console.store import alert_states
+from console.store import alerts
 from console.transports.lookup_core import ProviderLookup
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ def _fire(session: Session, settings: Settings, lookup: ProviderLookup, now) -> 
 
 
 def _clear(session: Session, key: str, now: dt.datetime) -> None:
-    if key in alert_states.load_active_alert_keys(session) and alert_states.mark_alert_cleared(
+    if key in alerts.load_active_alert_keys(session) and alerts.mark_alert_cleared(
         session, key, now
     ):
         log.info("alert condition cleared", extra={"condition": key, "stage": "alert"})
@@ -80,6 +80,6 @@ def lookup_conditions(session: Session, settings: Settings, now: dt.datetime) ->
     asked = provider_that_answers(settings.transport, settings.provider) is not None
     return [
         Condition(row.condition, row.summary or "", dict(row.details or {}))
-        for row in alert_states.load_firing_alerts(session)
+        for row in alerts.load_firing_alerts(session)
         if asked and row.condition == failing_key(settings)
     ]

@@ -7,7 +7,7 @@ import datetime as dt
 from sqlalchemy.orm import Session
 
 from console.config import Settings
-from console.store import alert_checks, alert_states
+from console.store import alerts
 from console.worker.relay_alerts import RELAY_REFUSED, SMTPUTF8_MISSING
 
 
@@ -15,10 +15,10 @@ def relay_conditions(session: Session, settings: Settings, now: dt.datetime) -> 
     """The worker-raised conditions that still hold (a check of the alert cycle)."""
     from console.ops.alerts import Condition
 
-    paused = {lane for lane, _, _ in alert_checks.held_back_lanes(session)}
+    paused = {lane for lane, _, _ in alerts.held_back_lanes(session)}
     window_start = now - dt.timedelta(seconds=settings.alert_dead_window_seconds)
     holding = []
-    for row in alert_states.load_firing_alerts(session):
+    for row in alerts.load_firing_alerts(session):
         kind, _, subject = row.condition.partition(":")
         still = (kind == RELAY_REFUSED and subject in paused) or (
             kind == SMTPUTF8_MISSING and row.fired_at is not None and row.fired_at > window_start

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session
 
 from console.models import utcnow
-from console.store import address_redaction, replay_keys, retention_deletes, retention_sweeps
+from console.store import events, retention
 
 log = logging.getLogger(__name__)
 
@@ -102,47 +102,43 @@ def prune(
 
 
 def _delete_intents(factory, horizon, batch_size, report: PruneReport) -> int:
-    looked_at, deleted = retention_deletes.delete_finished_intents_batch(
-        factory, horizon, batch_size
-    )
+    looked_at, deleted = retention.delete_finished_intents_batch(factory, horizon, batch_size)
     report.intents_deleted += deleted
     return looked_at
 
 
 def _delete_events(factory, horizon, batch_size, report: PruneReport) -> int:
-    deleted = retention_deletes.delete_unmatched_events_batch(factory, horizon, batch_size)
+    deleted = retention.delete_unmatched_events_batch(factory, horizon, batch_size)
     report.events_deleted += deleted
     return deleted
 
 
 def _scrub_intents(factory, cutoff, batch_size, now, report: PruneReport) -> int:
-    intents, attempts = retention_sweeps.scrub_finished_intents_batch(
-        factory, cutoff, batch_size, now
-    )
+    intents, attempts = retention.scrub_finished_intents_batch(factory, cutoff, batch_size, now)
     report.intents_scrubbed += intents
     report.attempts_trimmed += attempts
     return intents
 
 
 def _trim_events(factory, cutoff, batch_size, report: PruneReport) -> int:
-    events = retention_sweeps.trim_event_payloads_batch(factory, cutoff, batch_size)
+    events = retention.trim_event_payloads_batch(factory, cutoff, batch_size)
     report.events_trimmed += events
     return events
 
 
 def _clear_notes(factory, cutoff, batch_size, report: PruneReport) -> int:
-    cleared = retention_sweeps.clear_suppression_notes_batch(factory, cutoff, batch_size)
+    cleared = retention.clear_suppression_notes_batch(factory, cutoff, batch_size)
     report.suppression_notes_cleared += cleared
     return cleared
 
 
 def _hash_audit(factory, cutoff, batch_size, key, report: PruneReport) -> int:
-    hashed = address_redaction.hash_old_audit_targets_batch(factory, cutoff, batch_size, key)
+    hashed = retention.hash_old_audit_targets_batch(factory, cutoff, batch_size, key)
     report.audit_targets_hashed += hashed
     return hashed
 
 
 def _forget_replay_keys(factory, now, batch_size, report: PruneReport) -> int:
-    deleted = replay_keys.delete_expired_batch(factory, now, batch_size)
+    deleted = events.delete_expired_batch(factory, now, batch_size)
     report.replay_keys_deleted += deleted
     return deleted

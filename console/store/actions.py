@@ -67,7 +67,7 @@ def required_reason(reason: str | None) -> str:
 
 # What an intent's version is made of. Status, attempts and updated_at move on
 # every write of the send loop and of operators; the rest are written without
-# updated_at (events.py, retention_sweeps.py, send_guards.py).
+# updated_at (events.py, retention.py, send_guards.py).
 VERSION_COLUMNS = (
     Intent.status,
     Intent.attempt_count,

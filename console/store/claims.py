@@ -1,19 +1,10 @@
-"""T1 of the send loop (DESIGN §4): lock due intents, close those not to send, lease the rest.
+"""T1 of the send loop, the claim: lock due intents, close those not to send, lease the rest.
 
-The worker runs the steps in order and decides in between; nothing here commits
-(the worker's session does, once the batch is leased):
-
-- ``lock_due``: a bounded batch of due intents, critical lane first. PostgreSQL
-  locks rows with ``FOR UPDATE SKIP LOCKED``; SQLite has a single writer and
-  claims with one ``UPDATE ... RETURNING`` that marks the rows ``sending``
-  before anyone else can see them ``pending``;
-- ``suppressed_among``: which recipients of the batch are suppressed;
-- ``close_unsent``: expired, suppressed, cancelled or deferred intents, no attempt;
-- ``lease``: a fresh lease token and one ``attempt`` row each;
-- ``release``: give back claimed intents never handed to the transport.
-
-Every later write is guarded by the lease token (intents) or ``finished_at IS
-NULL`` (attempts), so concurrent workers and sweeps cannot both win.
+Every write that gives an intent a lease or takes it back: the claim that leases due intents
+to a worker, and the sweep that takes back the leases of a worker that went silent. The
+statements they run are built once in ``console.store.statements``; on PostgreSQL a batch is
+leased in one statement whose values travel as arrays. Nothing here commits: the worker's
+session does.
 """
 
 from __future__ import annotations
@@ -22,8 +13,10 @@ import dataclasses
 import datetime as dt
 import secrets
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Connection,
     Integer,
     String,
@@ -31,6 +24,7 @@ from sqlalchemy import (
     bindparam,
     exists,
     func,
+    insert,
     literal,
     literal_column,
     select,
@@ -41,12 +35,31 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from console.core.lifecycle import Decision
-from console.models import Suppression
-from console.store import holds, lease_arrays, suppression_lookup
-from console.store import send_statements as s
-from console.store.columns import UTCDateTime
-from console.store.state_tables import DomainDeferral
+from console.core.outcomes import Classification
+from console.model_columns import UTCDateTime
+from console.models import Attempt, Intent, Suppression
+from console.state_tables import DomainDeferral
+from console.store import holds, suppressions
+from console.store import statements as s
 from console.vocabulary import CLAIMED, CRITICAL, LANES, PENDING, SENDING
+
+# The claim ---------------------------------------------------------------------------------------
+#
+# T1 of the send loop: lock due intents, close those not to send, lease the rest.
+#
+# The worker runs the steps in order and decides in between; nothing here commits (the worker's
+# session does, once the batch is leased):
+#
+# - ``lock_due``: a bounded batch of due intents, critical lane first. PostgreSQL locks rows with
+#   ``FOR UPDATE SKIP LOCKED``; SQLite has a single writer and claims with one ``UPDATE ...
+#   RETURNING`` that marks the rows ``sending`` before anyone else can see them ``pending``;
+# - ``suppressed_among``: which recipients of the batch are suppressed;
+# - ``close_unsent``: expired, suppressed, cancelled or deferred intents, no attempt;
+# - ``lease``: a fresh lease token and one ``attempt`` row each;
+# - ``release``: give back claimed intents never handed to the transport.
+#
+# Every later write is guarded by the lease token (intents) or ``finished_at IS NULL`` (attempts),
+# so concurrent workers and sweeps cannot both win.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,7 +237,7 @@ def suppressed_among(session: Session, recipients: set[str]) -> set[str]:
     """Return those of `recipients` (lowercase) on the suppression list, as such or hashed."""
     if not recipients:
         return set()
-    forms = {form: r for r in recipients for form in suppression_lookup.recipient_forms(r)}
+    forms = {form: r for r in recipients for form in suppressions.recipient_forms(r)}
     connection = session.connection()
     on_postgresql = connection.dialect.name == "postgresql"
     statement = _SUPPRESSED_AMONG_ARRAY if on_postgresql else _SUPPRESSED_AMONG
@@ -266,7 +279,7 @@ def lease(
     random_bytes = secrets.token_bytes(16 * len(due))  # one system call for the batch
     tokens = [random_bytes[16 * n : 16 * (n + 1)].hex() for n in range(len(due))]
     if connection.dialect.name == "postgresql":
-        attempt_ids = lease_arrays.lease(connection, due, tokens, now, lease_expires_at, worker_id)
+        attempt_ids = _lease_arrays(connection, due, tokens, now, lease_expires_at, worker_id)
     else:
         attempt_ids = _lease_rows(connection, due, tokens, now, lease_expires_at, worker_id)
     return [
@@ -324,3 +337,174 @@ def release(
             connection.execute(s.DELETE_ATTEMPT, {"b_id": claim.attempt_id})
             released += 1
     return released
+
+
+# Leases as arrays (PostgreSQL) -------------------------------------------------------------------
+#
+# PostgreSQL: lease a claimed batch in one statement whose values travel as arrays.
+#
+# Leasing a batch row by row costs an ``UPDATE`` execution per intent and an ``INSERT`` with
+# several placeholders per attempt, whose text the driver parses anew every claim (too long for its
+# query cache). Here the batch's ids, tokens and counts are three arrays ``unnest`` turns back into
+# rows: the same rows written, in one short statement prepared once (the ``UPDATE`` in its
+# ``WITH``, the ``INSERT`` of the attempts after).
+
+
+def _array(name: str, item_type):
+    return bindparam(name, type_=ARRAY(item_type))  # psycopg's dialect casts it
+
+
+def _batch():
+    """The batch as rows: (intent_id, lease_token, attempt_number)."""
+    arrays = _array("b_ids", BigInteger), _array("b_tokens", String), _array("b_numbers", Integer)
+    columns = "intent_id", "lease_token", "attempt_number"
+    return func.unnest(*arrays).table_valued(*columns).render_derived()
+
+
+_LEASED = _batch()
+_LEASE_INTENTS = (
+    update(s.INTENT)
+    .where(s.INTENT.c.id == _LEASED.c.intent_id)
+    .values(
+        status=SENDING,
+        lease_token=_LEASED.c.lease_token,
+        lease_expires_at=bindparam("b_lease_expires_at", type_=UTCDateTime()),
+        attempt_count=_LEASED.c.attempt_number,
+        updated_at=bindparam("b_now", type_=UTCDateTime()),
+    )
+    .returning(s.INTENT.c.id, s.INTENT.c.attempt_count, s.INTENT.c.lease_token)
+    .cte("leased")
+)
+# One statement: the intents leased in a data-modifying WITH, an attempt added for each
+# row it leased, and each attempt's id returned with its lease token.
+LEASE_BATCH = (
+    insert(s.ATTEMPT)
+    .from_select(
+        ["intent_id", "attempt_number", "lease_token", "worker_id", "stage", "started_at"],
+        select(
+            _LEASE_INTENTS.c.id,
+            _LEASE_INTENTS.c.attempt_count,
+            _LEASE_INTENTS.c.lease_token,
+            bindparam("b_worker_id", type_=String()),
+            bindparam("b_stage", type_=String()),
+            bindparam("b_now", type_=UTCDateTime()),
+        ),
+    )
+    .add_cte(_LEASE_INTENTS)
+    .returning(s.ATTEMPT.c.lease_token, s.ATTEMPT.c.id)
+)
+
+
+def _lease_arrays(
+    connection: Connection,
+    due: Sequence[s.DueIntent],
+    tokens: list[str],
+    now: dt.datetime,
+    lease_expires_at: dt.datetime,
+    worker_id: str,
+) -> dict[str, int]:
+    """Lease each of `due` under its token and add its attempt; the attempt id of each token."""
+    batch = dict(
+        b_ids=[intent.id for intent in due],
+        b_tokens=tokens,
+        b_numbers=[intent.attempt_count + 1 for intent in due],
+        b_now=now,
+    )
+    inserted = connection.execute(
+        LEASE_BATCH,
+        dict(batch, b_lease_expires_at=lease_expires_at, b_worker_id=worker_id, b_stage=CLAIMED),
+    )
+    return {token: attempt_id for token, attempt_id in inserted}
+
+
+# Lease sweep -------------------------------------------------------------------------------------
+#
+# Leases whose worker went silent: take them back, then settle each as decided.
+#
+# The worker runs the two steps and decides in between; neither commits (the worker's housekeeping
+# transaction does):
+#
+# - ``take_expired_leases``: intents still ``sending`` after their lease ran out; their open
+#   attempt is finished first, so its worker can no longer mark DATA_SENT — the stage it had
+#   reached is what the worker judges by;
+# - ``settle_expired_lease``: move the intent (compare-and-set on the lease token) and write the
+#   verdict on its attempt.
+
+SWEEP_BATCH_SIZE = 200
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpiredLease:
+    """An intent still ``sending`` after its lease ran out, and how far its attempt got."""
+
+    intent: s.DueIntent
+    lease_token: str
+    attempt_id: int | None
+    stage: str
+
+
+def take_expired_leases(session: Session, *, now: dt.datetime) -> list[ExpiredLease]:
+    """Find silent workers' intents and finish their attempts (up to a batch)."""
+    query = (
+        select(*s.DUE_COLUMNS, Intent.lease_token, Attempt.id)
+        .outerjoin(
+            Attempt,
+            (Attempt.intent_id == Intent.id) & (Attempt.lease_token == Intent.lease_token),
+        )
+        .where(Intent.status == SENDING, Intent.lease_expires_at < now)
+        .limit(SWEEP_BATCH_SIZE)
+    )
+    if session.get_bind().dialect.name == "postgresql":
+        query = query.with_for_update(skip_locked=True, of=Intent)
+    leases = (_finish_silent_attempt(session, row, now) for row in session.execute(query).all())
+    return [lease for lease in leases if lease is not None]
+
+
+def _finish_silent_attempt(session: Session, row: Any, now: dt.datetime) -> ExpiredLease | None:
+    """Finish the attempt first: from then on its worker can no longer mark DATA_SENT."""
+    intent, lease_token, attempt_id = s.DueIntent.from_row(row), row[-2], row[-1]
+    if attempt_id is None:
+        return ExpiredLease(intent, lease_token, None, CLAIMED)
+    finished = session.connection().execute(
+        s.FINISH_SILENT_ATTEMPT, {"b_id": attempt_id, "b_now": now}
+    )
+    stage = finished.scalar_one_or_none()
+    if stage is None:
+        return None
+    return ExpiredLease(intent, lease_token, attempt_id, stage)
+
+
+def settle_expired_lease(
+    session: Session,
+    lease: ExpiredLease,
+    classification: Classification,
+    decision: Decision,
+    now: dt.datetime,
+) -> bool:
+    """Move the intent of `lease` as decided, if no one else did meanwhile."""
+    connection = session.connection()
+    moved = connection.execute(
+        s.MOVE_LEASED_INTENT,
+        dict(
+            b_id=lease.intent.id,
+            b_token=lease.lease_token,
+            b_status=decision.status,
+            b_reason=s.clip(decision.reason, s.ERROR_TEXT_LIMIT),
+            b_now=now,
+            b_next_attempt_at=decision.next_attempt_at,
+            b_submitted_at=None,
+            b_submitted_provider_id=None,
+        ),
+    )
+    if moved.rowcount != 1:
+        return False
+    if lease.attempt_id is not None:
+        connection.execute(
+            s.JUDGE_SILENT_ATTEMPT,
+            dict(
+                b_id=lease.attempt_id,
+                b_outcome=classification.outcome,
+                b_error=s.clip(classification.reason, s.ERROR_TEXT_LIMIT),
+            ),
+        )
+    return True

@@ -19,16 +19,16 @@ from sqlalchemy.orm import Session
 
 from console.core.lifecycle import IntentFacts, TemplateRules, useful_until
 from console.models import Intent
-from console.store.actions import ActionRefused, StaleAction, required_reason
-from console.store.audit import audit_values, write_audit
-from console.store.intent_insert import NOTIFY_CHANNEL
-from console.store.state_tables import (
+from console.state_tables import (
     HOLD_DOMAIN,
     HOLD_KINDS,
     HOLD_LANE,
     HOLD_TEMPLATE,
     IntentHold,
 )
+from console.store.actions import ActionRefused, StaleAction, required_reason
+from console.store.audit import audit_values, write_audit
+from console.store.intents import NOTIFY_CHANNEL
 from console.vocabulary import EXPIRED, LANES, PENDING
 
 HOLD = IntentHold.__table__.c

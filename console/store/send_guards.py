@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 from console.core.breaker import BreakerState
 from console.core.domain_backoff import Deferral
 from console.models import Intent
-from console.store.sql import dialect_of, insert_for
-from console.store.state_tables import DomainDeferral, LaneBreaker
+from console.state_tables import DomainDeferral, LaneBreaker
+from console.store.statements import dialect_of, insert_for
 from console.vocabulary import CLOSED, LANES, PENDING
 
 _LIKE_SPECIALS = str.maketrans({"%": r"\%", "_": r"\_", "\\": r"\\"})

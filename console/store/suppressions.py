@@ -1,14 +1,16 @@
-"""The suppression list: add and remove addresses (audited), release what they held back."""
+"""The suppression list: whether an address is on it, and adding and removing addresses."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.orm import Session
 
+from console.core.address_hash import address_hash
 from console.models import Intent, Suppression, utcnow
 from console.store.actions import (
     ActionRefused,
@@ -18,9 +20,65 @@ from console.store.actions import (
     required_reason,
 )
 from console.store.audit import audit_values, write_audit
-from console.store.sql import PAGE_SIZE, dialect_of, insert_for, prefix_match
-from console.store.suppression_lookup import is_suppressed
+from console.store.statements import PAGE_SIZE, dialect_of, insert_for, prefix_match
 from console.vocabulary import SUPPRESSED
+
+# Lookup ------------------------------------------------------------------------------------------
+#
+# Read whether an address is on the suppression list, as itself or as its keyed hash.
+#
+# An erasure (``console forget``) keeps a suppressed address only as its keyed hash
+# (``console.core.address_hash``), so every check compares both forms. The key is this process's
+# secret key, set once at start-up with ``use_address_key`` (the console does so in
+# ``console.outbox.configure``). Without a key only the address itself is compared: an application
+# that enqueues without CONSOLE_SECRET_KEY leaves the hashed form to the worker's checks before
+# each send.
+
+_address_key = ""
+
+
+def use_address_key(secret_key: str | None) -> None:
+    """Compare suppressions with keyed hashes under `secret_key` from now on ('' or None: not)."""
+    global _address_key
+    _address_key = secret_key or ""
+
+
+def recipient_forms(recipient: str) -> list[str]:
+    """The forms of `recipient` the suppression list may hold: lower-cased, then its hash."""
+    lowered = recipient.lower()
+    if not _address_key:
+        return [lowered]
+    return [lowered, _hash_of(_address_key, lowered)]
+
+
+@functools.lru_cache(maxsize=4096)  # the claim and the mark before the body ask for the same
+def _hash_of(key: str, lowered: str) -> str:
+    return address_hash(key, lowered)
+
+
+def is_suppressed(session: Session, recipient: str) -> bool:
+    """Return whether `recipient` is on the suppression list."""
+    forms = recipient_forms(recipient)
+    query = select(Suppression.id).where(Suppression.recipient.in_(forms)).limit(1)
+    return session.execute(query).first() is not None
+
+
+def is_suppressed_now(connection: Connection, recipient: str) -> bool:
+    """Return whether `recipient` is on the list as of now: one indexed lookup.
+
+    Ends its read at once, so a suppression committed later is seen by the next call
+    (on SQLite an open read would keep seeing the old snapshot).
+    """
+    forms = recipient_forms(recipient)
+    query = select(Suppression.id).where(Suppression.recipient.in_(forms)).limit(1)
+    found = connection.execute(query).first() is not None
+    connection.commit()
+    return found
+
+
+# The list ----------------------------------------------------------------------------------------
+#
+# The suppression list: add and remove addresses (audited), release what they held back.
 
 
 def normalized_address(raw: str) -> str:

@@ -18,13 +18,13 @@ from console.ops.alerts import PENDING_AGE, SENDER_RATE, pending_age_target
 from console.ops.delivery_figures import LATENCY_ALERT
 from console.ops.hold_figures import HOLD_SET
 from console.ops.send_budget_figures import SEND_QUOTA_REACHED
-from console.store import alert_checks, sender_rates
-from console.store.state_tables import AlertState
+from console.state_tables import AlertState
+from console.store import alerts, send_budget
 from console.web.display import format_basis_points, format_percent
 
 # shown elsewhere on the dashboard with current figures: the holds, the quota line
 SHOWN_ELSEWHERE = (HOLD_SET, SEND_QUOTA_REACHED)
-RATE_NOUNS = {sender_rates.BOUNCE: "permanent bounce", sender_rates.COMPLAINT: "complaint"}
+RATE_NOUNS = {send_budget.BOUNCE: "permanent bounce", send_budget.COMPLAINT: "complaint"}
 
 
 class Figures:
@@ -38,7 +38,7 @@ class Figures:
     def oldest_pending_seconds(self, template: str) -> float | None:
         """The age of the template's oldest pending intent now; None when none is pending."""
         if self._pending is None:
-            rows = alert_checks.oldest_pending_by_template(self.session, self.now)
+            rows = alerts.oldest_pending_by_template(self.session, self.now)
             self._pending = {}
             for name, _, oldest in rows:
                 age = (self.now - oldest).total_seconds()
@@ -51,7 +51,7 @@ def _rate_line(state: AlertState, figures: Figures) -> str | None:
     rate = figures.rates.get((kind, window))
     if rate is None:
         return None
-    label = sender_rates.RATE_WINDOWS[window][0]
+    label = send_budget.RATE_WINDOWS[window][0]
     limit = format_basis_points(rate.limit_basis_points)
     said = f"{RATE_NOUNS[kind]} rate, {label}: {format_percent(rate.rate)} ({rate.count} of "
     said += f"{rate.submitted}), limit {limit}"

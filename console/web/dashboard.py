@@ -13,16 +13,17 @@ from console.models import utcnow
 from console.ops.alerts import AMBIGUOUS_WAITING, DEAD_LETTER
 from console.ops.delivery_figures import DashboardFigures
 from console.ops.send_budget_figures import budget_figures, quota_notices
-from console.store import (
-    alert_states,
-    dashboard_queries,
-    holds,
-    search_filters,
-    sender_rates,
-    worker_panel,
+from console.state_tables import AlertState
+from console.store import alerts, holds, intents, send_budget
+from console.store.figures import (
+    SUBMITTED_WINDOW_HOURS,
+    ChartBar,
+    Dashboard,
+    WorkerRow,
+    dashboard,
+    recent_workers,
 )
 from console.store.send_guards import active_deferrals, read_breakers
-from console.store.state_tables import AlertState
 from console.vocabulary import CLOSED, STATUSES
 from console.web import alert_words, display
 from console.web.auth import role_required
@@ -54,9 +55,7 @@ def worker_stale_after_seconds(poll_seconds: float) -> float:
     return max(WORKER_STALE_MIN_SECONDS, 10 * poll_seconds)
 
 
-def worker_state(
-    worker: worker_panel.WorkerRow, now: dt.datetime, stale_after: dt.timedelta
-) -> tuple[str, str]:
+def worker_state(worker: WorkerRow, now: dt.datetime, stale_after: dt.timedelta) -> tuple[str, str]:
     """A worker's state on the dashboard, and the class of its badge: a clean stop is
     grey with its time, a silent heartbeat red."""
     if worker.stopped_at is not None:
@@ -74,7 +73,7 @@ def _time_of_day(moment: dt.datetime, now: dt.datetime) -> str:
 
 
 def dashboard_alerts(
-    snapshot: dashboard_queries.Dashboard,
+    snapshot: Dashboard,
     stale_after_seconds: float,
     firing: Sequence[AlertState] = (),
     figures: alert_words.Figures | None = None,
@@ -130,7 +129,7 @@ class ChartBarShape:
     label: str
 
 
-def chart_shapes(bars: list[dashboard_queries.ChartBar]) -> tuple[list[ChartBarShape], int]:
+def chart_shapes(bars: list[ChartBar]) -> tuple[list[ChartBarShape], int]:
     """Lay out stacked bars (accepted below, failed on top) in the chart's box."""
     peak = max((bar.accepted + bar.failed for bar in bars), default=0)
     scale = (CHART_HEIGHT - 4) / peak if peak else 0
@@ -174,10 +173,10 @@ def chart_axis(peak: int, most_ticks: int = 4) -> list[tuple[int, float]]:
 @role_required("viewer")
 def index():
     rates = current_app.extensions[RATES_EXTENSION]
-    snapshot = dashboard_queries.dashboard(db.session, rates=rates)
+    snapshot = dashboard(db.session, rates=rates)
     stale_after = worker_stale_after_seconds(current_settings().poll_seconds)
     shapes, peak = chart_shapes(snapshot.chart)
-    firing = alert_states.load_firing_alerts(db.session)
+    firing = alerts.load_firing_alerts(db.session)
     breakers, deferrals = read_breakers(db.session), active_deferrals(db.session, utcnow())
     budget = budget_figures(db.session, current_settings(), utcnow())
     delivery = current_app.extensions[DELIVERY_EXTENSION].get(db.session, current_settings())
@@ -190,7 +189,7 @@ def index():
         + [Alert(readable_text(notice)) for notice in domain_deferral_notices(deferrals)]
         + [Alert(readable_text(notice)) for notice in quota_notices(budget)],
         send_budget=budget,
-        workers=worker_panel.recent_workers(db.session),
+        workers=recent_workers(db.session),
         worker_stale_after=dt.timedelta(seconds=stale_after),
         worker_state=lambda worker: worker_state(
             worker, snapshot.now, dt.timedelta(seconds=stale_after)
@@ -198,8 +197,8 @@ def index():
         paused_lanes={lane: state for lane, state in breakers.items() if state.state != CLOSED},
         deferrals=deferrals,
         statuses=STATUSES,
-        age_buckets=search_filters.AGE_BUCKETS,
-        submitted_window_hours=dashboard_queries.SUBMITTED_WINDOW_HOURS,
+        age_buckets=intents.AGE_BUCKETS,
+        submitted_window_hours=SUBMITTED_WINDOW_HOURS,
         chart=shapes,
         chart_peak=peak,
         chart_axis=chart_axis(peak),
@@ -207,9 +206,9 @@ def index():
         chart_height=CHART_HEIGHT,
         accepted_last_hour=sum(bar.accepted for bar in snapshot.chart),
         failed_last_hour=sum(bar.failed for bar in snapshot.chart),
-        rate_windows=sender_rates.RATE_WINDOWS,
-        rate_limits=sender_rates.LIMIT_BASIS_POINTS,
-        rate_kinds={sender_rates.BOUNCE: "permanent bounces", sender_rates.COMPLAINT: "complaints"},
+        rate_windows=send_budget.RATE_WINDOWS,
+        rate_limits=send_budget.LIMIT_BASIS_POINTS,
+        rate_kinds={send_budget.BOUNCE: "permanent bounces", send_budget.COMPLAINT: "complaints"},
         rates_over_limit=any(rate.over_limit for rate in snapshot.sender_rates.values()),
         rates_max_age_seconds=rates.max_age_seconds,
         delivery=delivery,
@@ -224,6 +223,6 @@ def index():
 def init_app(app: Flask) -> None:
     """Register the dashboard and the display filters every page uses."""
     display.init_app(app)
-    app.extensions[RATES_EXTENSION] = sender_rates.CachedRates()
+    app.extensions[RATES_EXTENSION] = send_budget.CachedRates()
     app.extensions[DELIVERY_EXTENSION] = DashboardFigures()
     app.register_blueprint(bp)

@@ -15,7 +15,7 @@ from flask import Blueprint, Flask, current_app, render_template, request, sessi
 from flask_login import current_user
 
 from console.store import actions, erasure, suppressions
-from console.store.suppression_lookup import is_suppressed
+from console.store.suppressions import is_suppressed
 from console.vocabulary import ADMIN
 from console.web import forms
 from console.web.auth import role_required

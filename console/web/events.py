@@ -5,8 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, Flask, abort, render_template, request
 
 from console.core.whole_numbers import whole_number
-from console.store import event_feed
-from console.store import event_pages as event_store
+from console.store import events
+from console.store import events as event_store
 from console.vocabulary import OPERATOR, VIEWER
 from console.web import forms
 from console.web.auth import has_role, role_required
@@ -26,30 +26,30 @@ def index():
 @role_required(VIEWER)
 def unmatched():
     """The feed filtered to the events whose message is not known yet."""
-    return _render_feed({**request.args, "match": event_feed.UNMATCHED})
+    return _render_feed({**request.args, "match": events.UNMATCHED})
 
 
 def _render_feed(args):
     error = None
     try:
-        filters = event_feed.EventFilters.from_args(args)
-    except event_feed.InvalidEventFilter as exc:
+        filters = events.EventFilters.from_args(args)
+    except events.InvalidEventFilter as exc:
         error = forms.refusal_words("Filter not applied", exc)
-        filters = event_feed.EventFilters()
+        filters = events.EventFilters()
     before = whole_number(args.get("before"))  # not a number: the first page
-    page = event_feed.events_page(db.session, filters, before=before)
+    page = events.events_page(db.session, filters, before=before)
     context = dict(
         filters=filters,
         page=page,
         error=error,
         first_page=before is None,
-        types=_with_current(event_feed.EVENT_TYPES, filters.type),
-        sources=_with_current(event_feed.EVENT_SOURCES, filters.source),
-        match_states=event_feed.MATCH_STATES,
+        types=_with_current(events.EVENT_TYPES, filters.type),
+        sources=_with_current(events.EVENT_SOURCES, filters.source),
+        match_states=events.MATCH_STATES,
         unmatched_total=None,
     )
-    if filters.match == event_feed.UNMATCHED:
-        context["unmatched_total"] = event_feed.count_unmatched(db.session)
+    if filters.match == events.UNMATCHED:
+        context["unmatched_total"] = events.count_unmatched(db.session)
     if request.htmx and not error:
         return render_template("events/_rows.html", **context)
     return render_template("events/index.html", **context), 400 if error else 200

@@ -5,7 +5,7 @@ from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 
 import console.models  # noqa: F401 - registers every table on Base.metadata
-from console.store.columns import Base
+from console.model_columns import Base
 
 db = SQLAlchemy(model_class=Base)
 migrate = Migrate()

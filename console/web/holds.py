@@ -18,9 +18,9 @@ from console import wakeup
 from console.mail.catalog import catalog_for
 from console.models import utcnow
 from console.ops.hold_commands import known_selector, max_ages
+from console.state_tables import HOLD_KINDS
 from console.store import holds
 from console.store.actions import ActionRefused
-from console.store.state_tables import HOLD_KINDS
 from console.vocabulary import LANES, OPERATOR, VIEWER
 from console.web import forms
 from console.web.auth import has_role, role_required

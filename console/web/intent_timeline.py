@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from console.store.timeline import IntentDetail, TimelineEntry
+from console.store.intents import IntentDetail, TimelineEntry
 
 
 def timeline_now(detail: IntentDetail) -> list[TimelineEntry]:

@@ -12,19 +12,9 @@ from console.mail.render import build_message
 from console.mail.template_settings import TemplateError
 from console.models import utcnow
 from console.ops import ask_now, provider_asking
-from console.store import (
-    actions,
-    bulk,
-    intent_actions,
-    intent_search,
-    reconciliation,
-    search_filters,
-    timeline,
-)
-from console.store import (
-    last_attempts as attempt_lookup,
-)
-from console.store.json_values import params_problem
+from console.store import actions, intent_actions, intents
+from console.store import intents as attempt_lookup
+from console.store.database import params_problem
 from console.vocabulary import (
     AMBIGUOUS,
     LANES,
@@ -60,15 +50,15 @@ ASK_TIMEOUT_SECONDS = 5.0  # an operator waits for the provider's answer
 def search():
     error, respelled, closest = None, None, None
     try:
-        filters = search_filters.SearchFilters.from_args(request.args)
-        page = intent_search.search_intents(db.session, filters, after=request.args.get("after"))
+        filters = intents.SearchFilters.from_args(request.args)
+        page = intents.search_intents(db.session, filters, after=request.args.get("after"))
         if not page.rows and filters.q and not request.args.get("after"):
             respelled, closest = search_hints.another_try(db.session, filters)
             if respelled is not None:
                 filters, page = respelled.filters, respelled.page
-    except search_filters.InvalidFilter as exc:
+    except intents.InvalidFilter as exc:
         error = forms.refusal_words("Search not run", exc)
-        filters, page = search_filters.SearchFilters(), intent_search.SearchPage([], None)
+        filters, page = intents.SearchFilters(), intents.SearchPage([], None)
     context = dict(
         filters=filters,
         page=page,
@@ -81,16 +71,16 @@ def search():
         statuses=STATUSES,
         lanes=LANES,
         templates=default_catalog().names(),
-        ages=search_filters.SEARCH_AGES,
-        preview_id=bulk.new_preview_id(),
+        ages=intents.SEARCH_AGES,
+        preview_id=intent_actions.new_preview_id(),
     )
     if request.htmx and not error:
         return render_template("intents/_rows.html", **context)
     return render_template("intents/search.html", **context), 400 if error else 200
 
 
-def _detail_or_404(intent_id: int) -> timeline.IntentDetail:
-    detail = timeline.intent_detail(db.session, intent_id)
+def _detail_or_404(intent_id: int) -> intents.IntentDetail:
+    detail = intents.intent_detail(db.session, intent_id)
     if detail is None:
         abort(404, description=f"There is no intent {intent_id}.")
     return detail
@@ -317,7 +307,7 @@ _RECONCILED = {
 def reconcile(intent_id: int):
     resolution = request.form.get("resolution", "")
     try:
-        result = reconciliation.reconcile(
+        result = intent_actions.reconcile(
             db.session,
             intent_id,
             resolution=resolution,

@@ -13,7 +13,8 @@ from flask_login import current_user
 from console import wakeup
 from console.core.whole_numbers import whole_number
 from console.models import utcnow
-from console.store import actions, bulk, bulk_targets, search_filters
+from console.store import actions, intent_actions
+from console.store.intents import InvalidFilter, SearchFilters
 from console.vocabulary import OPERATOR
 from console.web import forms, intents, security
 from console.web.auth import role_required
@@ -35,14 +36,16 @@ def bulk_preview():
     instead of a new confirmation.
     """
     action = request.args.get("action", "")
-    preview_id = request.args.get("preview") or bulk.new_preview_id()
-    if action not in bulk.BULK_ACTIONS or not bulk.valid_preview_id(preview_id):
+    preview_id = request.args.get("preview") or intent_actions.new_preview_id()
+    if action not in intent_actions.BULK_ACTIONS or not intent_actions.valid_preview_id(preview_id):
         abort(400, description="The link does not name a bulk action and its preview.")
     try:
-        filters = search_filters.SearchFilters.from_args(request.args)
-    except search_filters.InvalidFilter as exc:
+        filters = SearchFilters.from_args(request.args)
+    except InvalidFilter as exc:
         abort(400, description=str(exc))
-    used = bulk.confirmation_of(db.session, preview_id, action, since=utcnow() - BULK_USE_LOOKBACK)
+    used = intent_actions.confirmation_of(
+        db.session, preview_id, action, since=utcnow() - BULK_USE_LOOKBACK
+    )
     if used is not None:
         return _render_bulk(action, filters, confirmation=used)
     return _render_bulk(action, filters, preview_id=preview_id)
@@ -50,10 +53,10 @@ def bulk_preview():
 
 def _render_bulk(
     action: str,
-    filters: search_filters.SearchFilters,
+    filters: SearchFilters,
     *,
     preview_id: str | None = None,
-    confirmation: bulk.BulkConfirmation | None = None,
+    confirmation: intent_actions.BulkConfirmation | None = None,
     error: str | None = None,
     status_code: int = 200,
 ):
@@ -64,10 +67,10 @@ def _render_bulk(
     if request.method == "POST":  # a 409: the page stands for its GET address
         forms.stands_for(_preview_endpoint, **_preview_args(action, filters, preview_id))
     if confirmation is None:
-        preview = bulk.preview_bulk(db.session, filters, action)
+        preview = intent_actions.preview_bulk(db.session, filters, action)
         token = security.signed_token(
             {
-                "preview": preview_id or bulk.new_preview_id(),
+                "preview": preview_id or intent_actions.new_preview_id(),
                 "action": action,
                 "filters": filters.as_args(),
                 "max_id": preview.max_id,
@@ -76,7 +79,7 @@ def _render_bulk(
             },
             intents.BULK_TOKEN_PURPOSE,
         )
-        targets = bulk_targets.first_targets(
+        targets = intent_actions.first_targets(
             db.session, filters, action, max_id=preview.max_id, at=preview.previewed_at
         )
         context.update(preview=preview, token=token, targets=targets)
@@ -86,7 +89,7 @@ def _render_bulk(
 _preview_endpoint = "intents.bulk_preview"
 
 
-def _preview_args(action: str, filters: search_filters.SearchFilters, preview_id: str | None):
+def _preview_args(action: str, filters: SearchFilters, preview_id: str | None):
     args = dict(action=action, **filters.as_args())
     return {**args, "preview": preview_id} if preview_id else args
 
@@ -116,14 +119,14 @@ def bulk_apply():
     # intents unchanged since `previewed_at`, so the same one twice acts once.
     action = request.form.get("action", "")
     max_id = whole_number(request.form.get("max_id"))
-    if action not in bulk.BULK_ACTIONS or max_id is None:
+    if action not in intent_actions.BULK_ACTIONS or max_id is None:
         abort(400, description="The confirmation does not name an action and its preview.")
     try:
-        filters = search_filters.SearchFilters.from_args(request.form)
-    except search_filters.InvalidFilter as exc:
+        filters = SearchFilters.from_args(request.form)
+    except InvalidFilter as exc:
         abort(400, description=str(exc))
     try:
-        acted = bulk.apply_bulk(
+        acted = intent_actions.apply_bulk(
             db.session,
             filters,
             action,
@@ -144,25 +147,25 @@ def _confirm_preview(token: str):
             token, intents.BULK_TOKEN_PURPOSE, max_age_seconds=intents.BULK_TOKEN_MAX_AGE_SECONDS
         )
         action, preview_id = signed["action"], signed["preview"]
-        filters = search_filters.SearchFilters.from_args(signed["filters"])
+        filters = SearchFilters.from_args(signed["filters"])
         previewed_at = dt.datetime.fromisoformat(signed["previewed_at"])
     except security.TokenRefused as exc:
         action = request.form.get("action", "")
-        if action not in bulk.BULK_ACTIONS:
+        if action not in intent_actions.BULK_ACTIONS:
             abort(400, description=f"The confirmation's preview is {exc}.")
         try:
-            filters = search_filters.SearchFilters.from_args(request.form)
-        except search_filters.InvalidFilter as invalid:
+            filters = SearchFilters.from_args(request.form)
+        except InvalidFilter as invalid:
             abort(400, description=str(invalid))
         message = f"This confirmation's preview is {exc}: nothing was done. Here is a new one."
         return _render_bulk(action, filters, error=message, status_code=409)
-    used = bulk.confirmation_of(db.session, preview_id, action, since=previewed_at)
+    used = intent_actions.confirmation_of(db.session, preview_id, action, since=previewed_at)
     if used is not None:
         return _render_bulk(
             action, filters, preview_id=preview_id, confirmation=used, status_code=409
         )
     try:
-        acted = bulk.apply_bulk(
+        acted = intent_actions.apply_bulk(
             db.session,
             filters,
             action,
@@ -175,7 +178,7 @@ def _confirm_preview(token: str):
     except actions.ActionRefused as exc:
         return _refused(action, filters, preview_id, exc)
     if acted == 0:  # a twin of this confirmation may have acted a moment before
-        used = bulk.confirmation_of(db.session, preview_id, action, since=previewed_at)
+        used = intent_actions.confirmation_of(db.session, preview_id, action, since=previewed_at)
         if used is not None:
             db.session.rollback()
             return _render_bulk(
@@ -185,9 +188,7 @@ def _confirm_preview(token: str):
     return _finish_bulk(action, filters, acted, changed_since_preview=max(left, 0))
 
 
-def _finish_bulk(
-    action: str, filters: search_filters.SearchFilters, acted: int, changed_since_preview: int = 0
-):
+def _finish_bulk(action: str, filters: SearchFilters, acted: int, changed_since_preview: int = 0):
     db.session.commit()
     if acted and action == "requeue":
         wakeup.notify()

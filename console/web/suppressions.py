@@ -13,7 +13,7 @@ from console import wakeup
 from console.core.whole_numbers import whole_number
 from console.store import actions
 from console.store import suppressions as suppression_store
-from console.store.suppression_lookup import is_suppressed
+from console.store.suppressions import is_suppressed
 from console.vocabulary import OPERATOR, VIEWER
 from console.web import forms
 from console.web.auth import role_required

@@ -7,7 +7,7 @@ auth), ``/webhooks/mailgun`` (Mailgun's HMAC and token), ``/webhooks/sendgrid``
 they are exempt from CSRF; one whose secret is not configured answers 503.
 Each answers 2xx only after the transaction holding the events commits; any
 failure before that answers 4xx/5xx and the provider delivers again. A signed
-request whose key was already recorded (``console.store.replay_keys``, shared
+request whose key was already recorded (``console.store.events``, shared
 by every process) is refused with 409.
 
 No post/redirect/get here: these POSTs come from providers' servers, not from a
@@ -34,7 +34,7 @@ from console.events import (
     webhook,
 )
 from console.models import utcnow
-from console.store import replay_keys
+from console.store import events
 from console.store.events import record_events
 from console.web.extensions import current_settings, db
 from console.web.security import csrf_exempt
@@ -91,7 +91,7 @@ def _record(
 
 def _claim_key(provider: str, key: str, window_seconds: float, now: dt.datetime) -> None:
     """Keep the key for twice the window (a time that far ahead is accepted too)."""
-    claimed = replay_keys.claim(
+    claimed = events.claim(
         db.session, source=provider, key=key, now=now, keep_seconds=2 * window_seconds
     )
     if not claimed:

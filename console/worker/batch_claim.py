@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from console.core.lifecycle import Decision
 from console.store import claims, send_guards
-from console.store.send_statements import DueIntent
+from console.store.statements import DueIntent
 from console.vocabulary import CRITICAL, LANES
 from console.worker.decisions import SendDecisions
 from console.worker.guard import SendGuard

@@ -6,7 +6,7 @@ batch's time, so there the next claim runs in a thread of its own while the
 batch's last emails go, and the next tick takes that batch instead of claiming.
 It starts once the emails still waiting would take about as long to go as the
 last claim took. Only where the marks and records already run in threads (on
-PostgreSQL further than ``serial_writes.INLINE_ROUND_TRIP_SECONDS``): next door
+PostgreSQL further than ``threads.INLINE_ROUND_TRIP_SECONDS``): next door
 the thread competed with the sends for the interpreter and cost more than it
 saved (docs/benchmarks.md).
 

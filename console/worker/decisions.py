@@ -26,9 +26,9 @@ from console.core.outcomes import Classification
 from console.core.send_result import handed_over
 from console.mail.catalog import TemplateCatalog
 from console.mail.template_settings import TemplateError
-from console.store.json_values import params_problem
-from console.store.lease_sweep import ExpiredLease
-from console.store.send_statements import DueIntent
+from console.store.claims import ExpiredLease
+from console.store.database import params_problem
+from console.store.statements import DueIntent
 from console.vocabulary import PENDING, PERMANENT
 from console.worker.eligibility import EligibilityPolicy
 

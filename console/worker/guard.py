@@ -32,8 +32,8 @@ from console.core.domain_backoff import (
 )
 from console.core.send_result import SendResult
 from console.core.throttle_signals import reply_of
+from console.state_tables import AlertState, DomainDeferral
 from console.store import send_guards
-from console.store.state_tables import AlertState, DomainDeferral
 from console.vocabulary import ACCEPTED, CLOSED, HALF_OPEN, LANES, OPEN
 from console.worker import instruments
 

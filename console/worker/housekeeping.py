@@ -13,9 +13,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from console.core.lifecycle import Decision
-from console.store import heartbeats, lease_sweep
+from console.store import claims, figures
+from console.store.claims import ExpiredLease
 from console.store.events import match_unmatched_events
-from console.store.lease_sweep import ExpiredLease
 from console.worker.decisions import SendDecisions
 
 log = logging.getLogger("console.worker.loop")
@@ -37,7 +37,7 @@ def housekeeping(
 
     In the caller's transaction (the caller commits); returns the leases taken back.
     """
-    heartbeats.beat(
+    figures.beat(
         session,
         worker_id=worker_id,
         host=socket.gethostname(),
@@ -46,9 +46,9 @@ def housekeeping(
         now=now,
     )
     swept = []
-    for lease in lease_sweep.take_expired_leases(session, now=now):
+    for lease in claims.take_expired_leases(session, now=now):
         classification, decision = decisions.at_lease_expiry(lease, now)
-        if lease_sweep.settle_expired_lease(session, lease, classification, decision, now):
+        if claims.settle_expired_lease(session, lease, classification, decision, now):
             swept.append((lease, decision))
     match_unmatched_events(session, now=now)  # provider events that came before their id
     return swept
@@ -63,7 +63,7 @@ def record_clean_stop(
     """
     try:
         with session_factory() as session:
-            heartbeats.record_stop(session, worker_id=worker_id, now=now)
+            figures.record_stop(session, worker_id=worker_id, now=now)
             session.commit()
     except SQLAlchemyError as error:
         log.warning(

@@ -29,7 +29,7 @@ from console.mail.catalog import TemplateCatalog, catalog_for, default_catalog
 from console.models import utcnow
 from console.store import claims
 from console.store.database import make_engine, make_session_factory
-from console.store.serial_writes import SerialWrites, inline_for
+from console.store.threads import SerialWrites, inline_for
 from console.transports.base import OutgoingEmail, Transport
 from console.transports.factory import make_transport
 from console.transports.smtp import envelope_address

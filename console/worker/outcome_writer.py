@@ -1,4 +1,4 @@
-"""T2 and what follows it (console.store.serial_writes says in which thread it runs).
+"""T2 and what follows it (console.store.threads says in which thread it runs).
 
 For each finished attempt: record the outcome (compare-and-set on the lease), put a
 mailbox the relay called unknown on the suppression list, feed the breaker and the
@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from console.core.blame import THROTTLING
 from console.core.classify import SMTPUTF8_NOT_OFFERED
 from console.core.rejections import refuses_the_mailbox
-from console.store import attempt_records, refused_sessions, suppressions
+from console.store import records, suppressions
 from console.vocabulary import CLAIMED
 from console.worker import relay_alerts
 from console.worker.guard import SendGuard
@@ -34,7 +34,7 @@ from console.worker.settings import WorkerSettings
 from console.worker.tick import FinishedAttempt
 
 if TYPE_CHECKING:
-    from console.store.socket_records import SocketRecords
+    from console.store.pg_socket import SocketRecords
 
 log = logging.getLogger("console.worker.loop")
 
@@ -62,7 +62,7 @@ class OutcomeWriter:
             with self._after_record:
                 return self._hold_after_session_refusal(connection, outcome)
         claim, result, classification = outcome.claim, outcome.result, outcome.classification
-        recorded = attempt_records.record_outcome(
+        recorded = records.record_outcome(
             connection, claim, result, classification, outcome.decision, outcome.now
         )
         if not recorded:
@@ -76,8 +76,8 @@ class OutcomeWriter:
         each. A refused session is held as ``write`` holds it, one at a time."""
         if len(outcomes) == 1:
             return [self.write(connection, outcomes[0])]
-        records = _recordable(outcomes)
-        recorded = attempt_records.record_all(connection, records) if records else set()
+        values = _recordable(outcomes)
+        recorded = records.record_all(connection, values) if values else set()
         return self._after_all(connection, outcomes, recorded)
 
     async def write_all_on_socket(
@@ -85,7 +85,7 @@ class OutcomeWriter:
     ) -> list[bool]:
         """``write_all`` with the records' statement on the socket of `connection`, the event
         loop's (PostgreSQL next door): the loop goes on sending while it is written."""
-        from console.store.socket_records import SocketRecords  # psycopg: PostgreSQL only
+        from console.store.pg_socket import SocketRecords  # psycopg: PostgreSQL only
 
         statement = self._socket_records
         if statement is None or statement.connection is not connection:
@@ -157,7 +157,7 @@ class OutcomeWriter:
         with Session(bind=connection) as session:
             if self.guard:
                 due_at = max(due_at, self.guard.trip(session, lane, now, result.code))
-            released = refused_sessions.release_refused(
+            released = records.release_refused(
                 session.connection(), claim, now, due_at, outcome.decision.reason or reply
             )
             relay_alerts.raise_relay_refused(
@@ -175,7 +175,7 @@ def _recordable(outcomes: list[FinishedAttempt]) -> list[dict]:
 
 def _values(outcome: FinishedAttempt) -> dict:
     o = outcome
-    return attempt_records.record_values(o.claim, o.result, o.classification, o.decision, o.now)
+    return records.record_values(o.claim, o.result, o.classification, o.decision, o.now)
 
 
 class _SessionOnDemand:

@@ -19,7 +19,7 @@ import psycopg
 from sqlalchemy.engine import make_url
 
 from console import wakeup
-from console.store.intent_insert import NOTIFY_CHANNEL
+from console.store.intents import NOTIFY_CHANNEL
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from console.store import alert_states
+from console.store import alerts
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def raise_smtputf8_missing(session: Session, *, relay: str, now: dt.datetime) ->
 
 
 def _fire(session: Session, key: str, summary: str, details: dict[str, Any], now) -> bool:
-    fired = alert_states.mark_alert_firing(session, key, summary, details, now)
+    fired = alerts.mark_alert_firing(session, key, summary, details, now)
     if fired:
         log.error(summary, extra={"condition": key, "stage": "alert"})
     return fired

@@ -17,8 +17,8 @@ from sqlalchemy import select
 
 from console.models import Attempt, Intent, Suppression
 from console.outbox import enqueue
+from console.state_tables import AlertState
 from console.store.send_guards import read_breakers
-from console.store.state_tables import AlertState
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import CLOSED, FAILED, OPEN, PENDING, SUBMITTED
 from console.worker.guard import GuardPolicy

@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 
 from console.models import Attempt, Intent
 from console.outbox import enqueue
+from console.state_tables import WorkerHeartbeat
 from console.store.database import make_engine, make_session_factory
-from console.store.state_tables import WorkerHeartbeat
 from console.vocabulary import BULK, CRITICAL, PENDING, SENDING, SUBMITTED
 from tests.support.backlog import queue_orders
 from tests.support.console_processes import console_environment, wait_for_workers, worker_process

@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 
 from console.core import token_bucket as tb
 from console.models import Attempt, Intent
+from console.state_tables import LaneBreaker, SendBudget
 from console.store.database import make_engine, make_session_factory
-from console.store.state_tables import LaneBreaker, SendBudget
 from console.vocabulary import SUBMITTED, TRANSIENT
 from tests.support.backlog import queue_orders
 from tests.support.console_processes import (

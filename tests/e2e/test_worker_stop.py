@@ -18,8 +18,8 @@ import time
 import pytest
 from sqlalchemy import select, update
 
+from console.state_tables import WorkerHeartbeat
 from console.store.database import make_engine, make_session_factory
-from console.store.state_tables import WorkerHeartbeat
 from tests.support.commands import CONSOLE_BIN
 
 START_SECONDS = 30

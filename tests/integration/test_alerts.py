@@ -15,8 +15,8 @@ from console.models import Attempt, Intent, utcnow
 from console.ops import alerts
 from console.outbox import enqueue
 from console.paths import EMAIL_TEMPLATES_DIR
-from console.store.alert_states import load_firing_alerts
-from console.store.state_tables import AlertState, LaneBreaker
+from console.state_tables import AlertState, LaneBreaker
+from console.store.alerts import load_firing_alerts
 from console.vocabulary import AMBIGUOUS, CRITICAL, DEAD
 from tests.support.alert_webhook import Webhook, settings_for
 from tests.support.pgcluster import free_port

@@ -296,7 +296,7 @@ def test_the_worker_pauses_a_failing_lane_probes_and_resumes(
 
 def test_the_dashboard_says_a_lane_is_paused_and_until_when(app, console_client):
     from console.models import utcnow
-    from console.store.state_tables import LaneBreaker
+    from console.state_tables import LaneBreaker
     from console.web.extensions import db
 
     client = console_client("viewer")

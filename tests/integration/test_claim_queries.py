@@ -14,7 +14,7 @@ from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.core.send_result import SendResult
 from console.models import Attempt, Intent, Suppression
-from console.store import attempt_records, claims, lease_sweep
+from console.store import claims, records
 from console.store.database import make_engine
 from console.vocabulary import (
     ACCEPTED,
@@ -273,10 +273,10 @@ def test_record_outcome_moves_the_intent_only_for_the_current_lease(
     )
     accepted = Classification(ACCEPTED, "accepted")
     recorded_at = T0 + seconds(2)
-    connection = attempt_records.writer(engine)
+    connection = records.writer(engine)
 
     def record(claim_held: claims.Claim) -> bool:
-        return attempt_records.record_outcome(
+        return records.record_outcome(
             connection, claim_held, result, accepted, Decision(SUBMITTED), recorded_at
         )
 
@@ -314,14 +314,14 @@ def test_the_sweep_takes_expired_leases_only_and_finishes_their_attempts(
     expiring = lease_all(session, due[:2], lease_seconds=60)
     [live] = lease_all(session, due[2:], lease_seconds=600)
     session.commit()
-    marks = attempt_records.writer(engine)
+    marks = records.writer(engine)
     try:
-        assert attempt_records.mark_data_sent(marks, expiring[0].attempt_id)
+        assert records.mark_data_sent(marks, expiring[0].attempt_id)
     finally:
         marks.close()
     swept_at = T0 + seconds(61)
 
-    expired = lease_sweep.take_expired_leases(session, now=swept_at)
+    expired = claims.take_expired_leases(session, now=swept_at)
 
     taken = {
         lease.intent.id: (lease.lease_token, lease.attempt_id, lease.stage) for lease in expired
@@ -336,14 +336,14 @@ def test_the_sweep_takes_expired_leases_only_and_finishes_their_attempts(
     by_id = {lease.intent.id: lease for lease in expired}
     retry_at = swept_at + seconds(30)
     settled = [
-        lease_sweep.settle_expired_lease(
+        claims.settle_expired_lease(
             session,
             by_id[body_sent],
             Classification(AMBIGUOUS, "lease expired after the body was handed over"),
             Decision(AMBIGUOUS, "lease expired"),
             swept_at,
         ),
-        lease_sweep.settle_expired_lease(
+        claims.settle_expired_lease(
             session,
             by_id[claimed_only],
             Classification(TRANSIENT, "lease expired before the body was sent"),
@@ -370,7 +370,7 @@ def test_settling_changes_nothing_once_another_lease_holds_the_intent(session_fa
     intent_id = queue(session_factory)
     lease_all(session, lock(session))
     session.commit()
-    [expired] = lease_sweep.take_expired_leases(session, now=T0 + seconds(61))
+    [expired] = claims.take_expired_leases(session, now=T0 + seconds(61))
     session.commit()
     with session_factory() as other:  # meanwhile: settled elsewhere, claimed again
         table = Intent.__table__
@@ -381,7 +381,7 @@ def test_settling_changes_nothing_once_another_lease_holds_the_intent(session_fa
         )
         other.commit()
 
-    settled = lease_sweep.settle_expired_lease(
+    settled = claims.settle_expired_lease(
         session,
         expired,
         Classification(TRANSIENT, "lease expired before the body was sent"),
@@ -401,8 +401,8 @@ def test_the_sweep_commits_nothing(session_factory, session):
     intent_id = queue(session_factory)
     [claim] = lease_all(session, lock(session))
     session.commit()
-    [expired] = lease_sweep.take_expired_leases(session, now=T0 + seconds(61))
-    lease_sweep.settle_expired_lease(
+    [expired] = claims.take_expired_leases(session, now=T0 + seconds(61))
+    claims.settle_expired_lease(
         session,
         expired,
         Classification(TRANSIENT, "lease expired before the body was sent"),

@@ -17,7 +17,7 @@ from console.models import Intent, ProviderEvent, utcnow
 from console.ops import delivery_figures
 from console.ops.delivery_figures import DeliveryCollector, latency_conditions
 from console.outbox import enqueue
-from console.store import latency_figures
+from console.store.figures import Percentiles, lane_percentiles, over_target_by_minute
 from console.vocabulary import BULK, CRITICAL, SUBMITTED
 from tests.conftest import TEST_SECRET_KEY
 
@@ -52,12 +52,12 @@ def test_percentiles_of_the_last_hour_per_lane(session_factory):
             accepted(session, lane=CRITICAL, latency=seconds, at=NOW - dt.timedelta(minutes=5))
         accepted(session, lane=CRITICAL, latency=9999, at=NOW - dt.timedelta(hours=2))
         session.commit()
-        figures = latency_figures.lane_percentiles(session, NOW - dt.timedelta(hours=1), NOW)
+        figures = lane_percentiles(session, NOW - dt.timedelta(hours=1), NOW)
     critical = figures[CRITICAL]
     assert critical.count == 100
     assert critical.p50_seconds == pytest.approx(50, abs=0.01)
     assert critical.p99_seconds == pytest.approx(99, abs=0.01)
-    assert figures[BULK] == latency_figures.Percentiles(0, None, None)
+    assert figures[BULK] == Percentiles(0, None, None)
 
 
 def test_metrics_count_what_was_accepted_and_duplicated_since_the_process_started(
@@ -141,9 +141,9 @@ def test_a_short_spike_does_not_fire_and_a_template_may_set_its_own_target(
         assert latency_conditions(session, settings, NOW) == []
         hour = (NOW - dt.timedelta(hours=1), NOW)
         lanes = {CRITICAL: 60.0, BULK: 900.0}
-        slow = latency_figures.over_target_by_minute(session, *hour, lanes, {})
+        slow = over_target_by_minute(session, *hour, lanes, {})
         assert sum(over for _, over in slow.values()) == 5
-        own = latency_figures.over_target_by_minute(session, *hour, lanes, {"login-code": 300.0})
+        own = over_target_by_minute(session, *hour, lanes, {"login-code": 300.0})
         assert sum(over for _, over in own.values()) == 0
 
 

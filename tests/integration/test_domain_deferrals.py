@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from console.core.domain_backoff import DomainBackoffPolicy
 from console.models import Attempt, Intent
-from console.store.state_tables import DomainDeferral
+from console.state_tables import DomainDeferral
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import PENDING, SUBMITTED
 from console.worker.guard import GuardPolicy

@@ -10,7 +10,7 @@ from apscheduler.events import EVENT_JOB_MAX_INSTANCES
 
 from console.models import Intent, utcnow
 from console.outbox import enqueue
-from console.store.state_tables import WorkerHeartbeat
+from console.state_tables import WorkerHeartbeat
 from console.transports.memory import MemoryTransport
 from console.vocabulary import SUBMITTED
 from console.worker.scheduler_bridge import EmbeddedWorker

@@ -173,7 +173,7 @@ def test_bad_input_raises_and_stores_nothing(session_factory, label, override):
 def test_enqueue_notifies_other_processes_only_on_commit(db_url, session_factory):
     import psycopg
 
-    from console.store.intent_insert import NOTIFY_CHANNEL
+    from console.store.intents import NOTIFY_CHANNEL
 
     dsn = db_url.replace("postgresql+psycopg://", "postgresql://")
     with psycopg.connect(dsn, autocommit=True) as listener:

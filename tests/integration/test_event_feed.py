@@ -10,8 +10,7 @@ from sqlalchemy import select
 
 from console.events import ReportedEvent
 from console.models import ProviderEvent
-from console.store.event_feed import EventFilters, InvalidEventFilter, events_page
-from console.store.events import record_events
+from console.store.events import EventFilters, InvalidEventFilter, events_page, record_events
 from console.web.extensions import db
 
 

@@ -19,9 +19,9 @@ from sqlalchemy import select, text, update
 from console.core.address_hash import address_hash
 from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppression, utcnow
 from console.outbox import enqueue
-from console.store import erasure, suppression_lookup
+from console.state_tables import IntentHold, LoginFailureCount
+from console.store import erasure, suppressions
 from console.store.actions import ActionRefused
-from console.store.state_tables import IntentHold, LoginFailureCount
 from console.vocabulary import CANCELLED, FAILED, PENDING, SUBMITTED, SUPPRESSED
 from tests.conftest import TEST_SECRET_KEY
 from tests.support.commands import CONSOLE_BIN
@@ -44,7 +44,7 @@ def add_intent(session, to: str, status: str, key: str, **params) -> Intent:
 
 def store_everything_about_the_address(session_factory) -> dict[str, int]:
     """The traces an address leaves over the months, in every table that can hold it."""
-    suppression_lookup.use_address_key(TEST_SECRET_KEY)
+    suppressions.use_address_key(TEST_SECRET_KEY)
     with session_factory() as session:
         sent = add_intent(session, TYPED, SUBMITTED, f"signup:{ADDRESS}")
         failed = add_intent(session, ADDRESS, FAILED, "reset:9")

@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from console.core.address_hash import address_hash, is_address_hash, replace_address_in
 from console.models import Intent, Suppression, utcnow
-from console.store import claims, suppression_lookup
+from console.store import claims, suppressions
 from console.transports.memory import MemoryTransport
 from console.vocabulary import PENDING, SUPPRESSED
 from tests.conftest import TEST_SECRET_KEY
@@ -23,9 +23,9 @@ ADDRESS = "Forgotten.Person@Example.com"
 @pytest.fixture
 def address_key():
     """This process compares suppressions with keyed hashes under the test key."""
-    suppression_lookup.use_address_key(TEST_SECRET_KEY)
+    suppressions.use_address_key(TEST_SECRET_KEY)
     yield TEST_SECRET_KEY
-    suppression_lookup.use_address_key(TEST_SECRET_KEY)
+    suppressions.use_address_key(TEST_SECRET_KEY)
 
 
 def suppress_hash_of(session_factory, address: str) -> str:
@@ -78,14 +78,14 @@ def test_the_claim_suppresses_a_pending_intent_whose_address_was_hashed(
 def test_the_lookups_just_before_a_send_compare_the_hash(session_factory, engine, address_key):
     suppress_hash_of(session_factory, ADDRESS)
     with session_factory() as session:
-        assert suppression_lookup.is_suppressed(session, ADDRESS)
-        assert not suppression_lookup.is_suppressed(session, "ada@example.com")
+        assert suppressions.is_suppressed(session, ADDRESS)
+        assert not suppressions.is_suppressed(session, "ada@example.com")
     with engine.connect() as connection:
-        assert suppression_lookup.is_suppressed_now(connection, ADDRESS.upper())
+        assert suppressions.is_suppressed_now(connection, ADDRESS.upper())
 
 
 def test_without_a_key_only_the_address_itself_is_compared(session_factory):
-    suppression_lookup.use_address_key("")
+    suppressions.use_address_key("")
     try:
         suppress_hash_of(session_factory, ADDRESS)
         [intent_id] = enqueue_orders(session_factory, [ADDRESS])
@@ -94,7 +94,7 @@ def test_without_a_key_only_the_address_itself_is_compared(session_factory):
             rows = session.scalars(select(Suppression.recipient)).all()
             assert all(is_address_hash(row) for row in rows)
     finally:
-        suppression_lookup.use_address_key(TEST_SECRET_KEY)
+        suppressions.use_address_key(TEST_SECRET_KEY)
 
 
 def test_suppressing_a_forgotten_address_again_says_it_is_already_suppressed(

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from console.cli import main
 from console.models import AuditEntry, Intent
-from console.store.state_tables import IntentHold
+from console.state_tables import IntentHold
 from console.vocabulary import EXPIRED
 from tests.support.commands import CONSOLE_BIN
 

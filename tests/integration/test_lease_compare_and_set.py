@@ -15,7 +15,7 @@ from console.core.outcomes import Classification
 from console.core.send_result import SendResult
 from console.models import Attempt, Intent, utcnow
 from console.outbox import enqueue
-from console.store import attempt_records, claims, lease_sweep
+from console.store import claims, records
 from console.vocabulary import (
     ACCEPTED,
     CLAIMED,
@@ -46,10 +46,10 @@ def claim_one(session_factory, now: dt.datetime, worker_id: str) -> claims.Claim
 def sweep(session_factory, now: dt.datetime) -> None:
     """Take back the silent worker's lease; its attempt never left CLAIMED: pending again."""
     with session_factory() as session:
-        [lease] = lease_sweep.take_expired_leases(session, now=now)
+        [lease] = claims.take_expired_leases(session, now=now)
         verdict = Classification(TRANSIENT, "lease expired before anything was sent")
         back = Decision(PENDING, "lease expired before anything was sent", now)
-        assert lease_sweep.settle_expired_lease(session, lease, verdict, back, now)
+        assert claims.settle_expired_lease(session, lease, verdict, back, now)
         session.commit()
 
 
@@ -72,9 +72,9 @@ def test_a_swept_worker_records_nothing_once_another_worker_holds_the_intent(
     assert current.lease_token != silent.lease_token
 
     accepted = SendResult(REPLY_READ, code=250, reply_text="2.0.0 Ok: queued as Q1")
-    connection = attempt_records.writer(engine)
+    connection = records.writer(engine)
     try:
-        recorded = attempt_records.record_outcome(
+        recorded = records.record_outcome(
             connection,
             silent,
             accepted,

@@ -20,7 +20,7 @@ from console.models import Intent, utcnow
 from console.ops import alerts, provider_asking
 from console.ops.lookup_alerts import FAILURES_BEFORE_ALERT
 from console.outbox import enqueue
-from console.store.alert_states import load_firing_alerts
+from console.store.alerts import load_firing_alerts
 from console.transports.factory import make_transport
 from console.vocabulary import AMBIGUOUS
 from tests.support.alert_webhook import Webhook

@@ -14,7 +14,7 @@ from console.app import create_app
 from console.models import Intent, ProviderEvent, Suppression, utcnow
 from console.ops import metrics
 from console.outbox import enqueue
-from console.store.state_tables import LaneBreaker, WorkerHeartbeat
+from console.state_tables import LaneBreaker, WorkerHeartbeat
 from console.vocabulary import AMBIGUOUS, DEAD, SUBMITTED
 from console.web import ops
 from console.web.extensions import db

@@ -5,7 +5,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect
 
 import console.models  # noqa: F401 - registers every table on Base.metadata
-from console.store.columns import Base
+from console.model_columns import Base
 
 
 def test_models_and_migrations_agree(engine):

@@ -1,6 +1,6 @@
 """The send loop's prepared statements send the driver what ``Connection.execute`` sends.
 
-``console.store.prepared`` runs the per-message mark and record on the DBAPI
+``console.store.statements`` runs the per-message mark and record on the DBAPI
 cursor; these tests capture the SQL and parameters SQLAlchemy itself passes to the
 driver for the same statement and values, on SQLite and PostgreSQL, and check that
 errors, transactions and broken connections are handled as the engine handles them.
@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import event, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from console.store import attempt_records, prepared
-from console.store import send_statements as s
+from console.store import records, statements
+from console.store import statements as s
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, 5, 123456, tzinfo=dt.UTC)
 VALUES = dict(
@@ -71,7 +71,7 @@ def test_the_sql_and_parameters_are_those_sqlalchemy_sends(engine):
         statement = STATEMENTS[name]
         with engine.connect() as connection:
             expected_sql, expected = what_sqlalchemy_sends(connection, statement, VALUES)
-        ready = prepared.prepared(statement, engine.dialect)
+        ready = statements.prepared(statement, engine.dialect)
         parameters = ready.parameters(VALUES)
         assert ready.sql == expected_sql, name
         assert type(parameters)(expected) == parameters, name
@@ -84,11 +84,11 @@ def test_a_prepared_statement_commits_its_own_work(engine):
         connection.execute(text("CREATE TABLE scratch (n INTEGER)"))
         connection.commit()
         scratch = text("INSERT INTO scratch (n) VALUES (:n)")
-        assert prepared.runs_on(connection)
-        prepared.prepared(scratch, engine.dialect).execute(connection, {"n": 1})
-        prepared.commit(connection)
-        prepared.prepared(scratch, engine.dialect).execute(connection, {"n": 2})
-        prepared.rollback(connection)
+        assert statements.runs_on(connection)
+        statements.prepared(scratch, engine.dialect).execute(connection, {"n": 1})
+        statements.commit(connection)
+        statements.prepared(scratch, engine.dialect).execute(connection, {"n": 2})
+        statements.rollback(connection)
     with engine.connect() as connection:
         assert connection.execute(text("SELECT n FROM scratch")).scalars().all() == [1]
 
@@ -97,9 +97,9 @@ def test_inside_a_transaction_of_sqlalchemy_the_core_statements_run(engine):
     """A begun transaction is not committed behind its owner's back."""
     with engine.connect() as connection:
         connection.execute(text("SELECT 1"))
-        assert not prepared.runs_on(connection)
+        assert not statements.runs_on(connection)
         forms = ["nobody@example.com"]
-        assert not attempt_records.mark_data_sent_unless_suppressed(connection, 999, forms)
+        assert not records.mark_data_sent_unless_suppressed(connection, 999, forms)
         assert not connection.in_transaction()  # committed by SQLAlchemy, as before
 
 
@@ -107,8 +107,8 @@ def test_a_driver_error_is_raised_as_sqlalchemy_raises_it_without_the_values(eng
     broken = text("UPDATE no_such_table SET n = :secret")
     with engine.connect() as connection:
         with pytest.raises(DBAPIError) as raised:
-            prepared.prepared(broken, engine.dialect).execute(connection, {"secret": "ada@x.com"})
-        prepared.rollback(connection)
+            statements.prepared(broken, engine.dialect).execute(connection, {"secret": "ada@x.com"})
+        statements.rollback(connection)
     assert "no_such_table" in str(raised.value)
     assert "ada@x.com" not in str(raised.value)
 
@@ -120,35 +120,35 @@ def test_a_missing_value_is_refused_as_sqlalchemy_refuses_it(engine):
             connection.execute(s.MOVE_LEASED_INTENT, values)
         connection.rollback()
         with pytest.raises(SQLAlchemyError, match="b_token"):
-            prepared.prepared(s.MOVE_LEASED_INTENT, engine.dialect).execute(connection, values)
+            statements.prepared(s.MOVE_LEASED_INTENT, engine.dialect).execute(connection, values)
 
 
 def test_one_cursor_serves_a_connection_and_a_new_connection_gets_its_own(engine):
     select_n = text("SELECT :n")
     with engine.connect() as connection:
-        statement = prepared.prepared(select_n, engine.dialect)
+        statement = statements.prepared(select_n, engine.dialect)
         first = statement.execute(connection, {"n": 1})
         assert first.fetchone()[0] == 1
         assert statement.execute(connection, {"n": 2}) is first and first.fetchone()[0] == 2
-        prepared.commit(connection)
+        statements.commit(connection)
         connection.invalidate()  # the DBAPI connection is closed; the next is a fresh one
         fresh = statement.execute(connection, {"n": 3})
         assert fresh is not first and fresh.fetchone()[0] == 3
-        prepared.rollback(connection)
+        statements.rollback(connection)
 
 
 def test_a_value_bound_twice_is_sent_twice(engine):
     with engine.connect() as connection:
-        statement = prepared.prepared(text("SELECT :n, :n + 1"), engine.dialect)
+        statement = statements.prepared(text("SELECT :n, :n + 1"), engine.dialect)
         assert tuple(statement.execute(connection, {"n": 4}).fetchone()) == (4, 5)
-        prepared.rollback(connection)
+        statements.rollback(connection)
 
 
 def test_a_statement_built_on_the_fly_never_gets_the_prepared_of_one_gone(engine):
     for _ in range(20):  # a freed statement's id is soon handed to the next one
         gone = text("SELECT :secret")
-        prepared.prepared(gone, engine.dialect)
+        statements.prepared(gone, engine.dialect)
         del gone
         gc.collect(0)  # the youngest generation: where the statement just freed is
         fresh = text("SELECT :n")
-        assert prepared.prepared(fresh, engine.dialect).parameters({"n": 1}) in ([1], {"n": 1})
+        assert statements.prepared(fresh, engine.dialect).parameters({"n": 1}) in ([1], {"n": 1})

@@ -16,10 +16,10 @@ from sqlalchemy import func, select
 
 from console.core.send_result import SendResult
 from console.models import Attempt, Intent, Suppression
-from console.store import attempt_records
+from console.store import records
 from console.store.database import make_engine
-from console.store.serial_writes import GROUP_WAIT_SECONDS, SerialWrites
-from console.store.socket_records import SocketRecords
+from console.store.pg_socket import SocketRecords
+from console.store.threads import GROUP_WAIT_SECONDS, SerialWrites
 from console.transports.memory import MemoryTransport
 from console.vocabulary import (
     ACCEPTED,
@@ -47,17 +47,15 @@ def test_one_statement_writes_what_the_records_one_by_one_write(engine, session_
     session.commit()
     alone, together = held[: len(kinds)], held[len(kinds) :]
     now = T0 + seconds(3)
-    connection = attempt_records.writer(engine)
+    connection = records.writer(engine)
     try:
         for claim, (result, classification, decision) in zip(alone, kinds, strict=True):
-            assert attempt_records.record_outcome(
-                connection, claim, result, classification, decision, now
-            )
+            assert records.record_outcome(connection, claim, result, classification, decision, now)
         values = [
-            attempt_records.record_values(claim, result, classification, decision, now)
+            records.record_values(claim, result, classification, decision, now)
             for claim, (result, classification, decision) in zip(together, kinds, strict=True)
         ]
-        recorded = attempt_records.record_all(connection, values)
+        recorded = records.record_all(connection, values)
     finally:
         connection.close()
 
@@ -82,13 +80,13 @@ def test_a_record_whose_lease_was_taken_is_left_as_it_is_and_the_others_go(
     result, classification, decision = outcomes_of_each_kind(T0)[0]
     now = T0 + seconds(2)
     values = [
-        attempt_records.record_values(claim, result, classification, decision, now)
+        records.record_values(claim, result, classification, decision, now)
         for claim in (held[0], swept, held[2])
     ]
-    connection = attempt_records.writer(engine)
+    connection = records.writer(engine)
     try:
-        recorded = attempt_records.record_all(connection, values)
-        assert attempt_records.record_all(connection, values) == set(), "recorded once"
+        recorded = records.record_all(connection, values)
+        assert records.record_all(connection, values) == set(), "recorded once"
     finally:
         connection.close()
 
@@ -103,7 +101,7 @@ def test_a_record_whose_lease_was_taken_is_left_as_it_is_and_the_others_go(
 def test_record_all_needs_postgresqls_autocommit_connection(tmp_path):
     engine = make_engine(f"sqlite:///{tmp_path / 'r.db'}")
     with engine.connect() as connection, pytest.raises(ValueError, match="PostgreSQL"):
-        attempt_records.record_all(connection, [])
+        records.record_all(connection, [])
     engine.dispose()
 
 
@@ -268,13 +266,13 @@ def record_sizes(monkeypatch) -> list[int]:
     """How many records each statement of several carried (``attempt_records.record_all``,
     ``SocketRecords.record_all``)."""
     sizes: list[int] = []
-    record_all = attempt_records.record_all
+    record_all = records.record_all
 
     def counted(connection, records):
         sizes.append(len(records))
         return record_all(connection, records)
 
-    monkeypatch.setattr(attempt_records, "record_all", counted)
+    monkeypatch.setattr(records, "record_all", counted)
     on_socket = SocketRecords.record_all  # the event loop's records next door
 
     async def counted_on_socket(self, records):

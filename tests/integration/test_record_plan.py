@@ -18,7 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 
 from console.models import utcnow
-from console.store import send_statements as s
+from console.store import statements as s
 from console.store.database import make_engine, make_session_factory
 from tests.support.orders import enqueue_orders
 

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from console.app import create_app
-from console.store.state_tables import LoginFailureCount
+from console.state_tables import LoginFailureCount
 from console.web.extensions import db
 from tests.conftest import TEST_SECRET_KEY
 from tests.support.native_signers import native_settings, sendgrid_request

@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 from console.models import Intent
 from console.store.database import make_engine, make_session_factory
-from console.store.serial_writes import INLINE_ROUND_TRIP_SECONDS, SerialWrites, inline_for
+from console.store.threads import INLINE_ROUND_TRIP_SECONDS, SerialWrites, inline_for
 from console.transports.memory import MemoryTransport
 from console.vocabulary import SUBMITTED
 from tests.support.orders import enqueue_orders

@@ -15,8 +15,8 @@ from sqlalchemy import select
 from console.config import load_settings
 from console.models import Attempt, Intent
 from console.ops import alerts
+from console.state_tables import AlertState
 from console.store.send_guards import read_breakers
-from console.store.state_tables import AlertState
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import CLOSED, FAILED, OPEN, PENDING, SUBMITTED
 from console.worker.guard import GuardPolicy

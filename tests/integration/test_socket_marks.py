@@ -13,8 +13,8 @@ from sqlalchemy import insert, text, update
 from sqlalchemy.exc import DBAPIError
 
 from console.models import Attempt, Suppression
-from console.store import attempt_records
-from console.store.socket_marks import SocketMarks
+from console.store import records
+from console.store.pg_socket import SocketMarks
 from console.vocabulary import CLAIMED, DATA_SENT
 from tests.support.claim_steps import T0, lease_all, lock, queue
 
@@ -39,7 +39,7 @@ def stage_of(session_factory, attempt_id: int) -> str:
 
 def marked(engine, attempts, **timed) -> list[bool]:
     """Mark each of `attempts` at once on one connection; what each mark answered."""
-    connection = attempt_records.writer(engine)
+    connection = records.writer(engine)
     seconds: list[float] = timed.get("seconds", [])
     try:
         socket_marks = SocketMarks(connection)
@@ -76,7 +76,7 @@ def test_a_mark_is_committed_when_it_returns_and_the_loop_goes_on_meanwhile(
 ):
     [(attempt_id, recipient)] = leased_attempts(session_factory, session, 1)
     hold_row_lock(engine, attempt_id)  # the mark waits for the lock: HOLD_SECONDS
-    connection = attempt_records.writer(engine)
+    connection = records.writer(engine)
     ticks: list[float] = []
     seconds: list[float] = []
 
@@ -130,7 +130,7 @@ def test_a_suppressed_recipient_or_a_swept_attempt_is_refused_and_nothing_marked
 
 def test_the_statement_is_prepared_once_per_database_session(engine, session_factory, session):
     (first, recipient), (second, other) = leased_attempts(session_factory, session, 2)
-    connection = attempt_records.writer(engine)
+    connection = records.writer(engine)
     try:
         for attempt_id, address in ((first, recipient), (second, other)):  # two batches
             socket_marks = SocketMarks(connection)
@@ -147,7 +147,7 @@ def test_a_mark_after_the_driver_deallocated_every_statement_prepares_it_again(
     """psycopg answers a rollback with DEALLOCATE ALL once it has prepared statements of
     its own: the mark's statement is gone although the connection still says prepared."""
     (first, recipient), (second, other) = leased_attempts(session_factory, session, 2)
-    connection = attempt_records.writer(engine)
+    connection = records.writer(engine)
     try:
         assert asyncio.run(SocketMarks(connection).mark(first, [recipient], lambda s: None))
         driver = connection.connection.dbapi_connection
@@ -165,7 +165,7 @@ def test_a_mark_after_the_driver_deallocated_every_statement_prepares_it_again(
 
 def test_a_connection_lost_mid_mark_raises_and_a_fresh_one_marks(engine, session_factory, session):
     (first, recipient), (second, other) = leased_attempts(session_factory, session, 2)
-    connection = attempt_records.writer(engine)
+    connection = records.writer(engine)
     socket_marks = SocketMarks(connection)
     pid = connection.execute(text("SELECT pg_backend_pid()")).scalar()
     with engine.connect() as admin:
@@ -183,7 +183,7 @@ def held_then_cancelled(engine, attempt_id: int, recipient: str, then):
     """Mark `attempt_id` while its row is locked, cancel that mark, then await
     ``then(socket_marks)``; the writer connection and what `then` returned."""
     hold_row_lock(engine, attempt_id)
-    connection = attempt_records.writer(engine)
+    connection = records.writer(engine)
     socket_marks = SocketMarks(connection)
 
     async def cancelled_first():

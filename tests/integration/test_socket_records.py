@@ -9,8 +9,8 @@ import dataclasses
 
 import pytest
 
-from console.store import attempt_records
-from console.store.socket_records import SocketRecords
+from console.store import records
+from console.store.pg_socket import SocketRecords
 from console.vocabulary import CLAIMED, SENDING, SUBMITTED
 from tests.support.claim_steps import T0, lease_all, load, lock, queue, seconds
 from tests.support.record_checks import outcomes_of_each_kind, row_values
@@ -27,7 +27,7 @@ AWKWARD_TEXTS = [
 
 
 def on_the_socket(engine, values) -> set[int]:
-    connection = attempt_records.writer(engine)
+    connection = records.writer(engine)
     try:
         return asyncio.run(SocketRecords(connection).record_all(values))
     finally:
@@ -48,13 +48,13 @@ def test_the_socket_writes_what_the_driver_writes_for_any_text(engine, session_f
 
     def values(claims):
         return [
-            attempt_records.record_values(claim, *kind, now)
+            records.record_values(claim, *kind, now)
             for claim, kind in zip(claims, kinds, strict=True)
         ]
 
-    connection = attempt_records.writer(engine)
+    connection = records.writer(engine)
     try:
-        assert attempt_records.record_all(connection, values(by_driver))
+        assert records.record_all(connection, values(by_driver))
     finally:
         connection.close()
     recorded = on_the_socket(engine, values(by_socket))
@@ -74,7 +74,7 @@ def test_a_record_whose_lease_was_taken_is_left_as_it_is(engine, session_factory
     swept = dataclasses.replace(held[1], lease_token="a-lease-swept-meanwhile")
     result, classification, decision = outcomes_of_each_kind(T0)[0]
     values = [
-        attempt_records.record_values(claim, result, classification, decision, T0)
+        records.record_values(claim, result, classification, decision, T0)
         for claim in (held[0], swept, held[2])
     ]
 

@@ -15,8 +15,8 @@ from sqlalchemy import func, select, update
 from console.config import load_settings
 from console.core.backoff import Backoff
 from console.models import Attempt, Intent
+from console.state_tables import DomainDeferral
 from console.store import claims
-from console.store.state_tables import DomainDeferral
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import PENDING, SUBMITTED
 from console.worker.guard import GuardPolicy

@@ -473,16 +473,16 @@ def test_bulk_requeue_skips_intents_past_their_expiry_and_keeps_the_others(
 
 
 def test_bulk_requeue_skips_an_intent_whose_expiry_passed_after_the_preview(app, add_intent):
-    from console.store import bulk
-    from console.store.search_filters import SearchFilters
+    from console.store import intent_actions
+    from console.store.intents import SearchFilters
 
     soon = utcnow() + dt.timedelta(minutes=1)
     intent_id = add_intent("failed", event="campaign:1", expires_at=soon)
     filters = SearchFilters.from_args({"q": "campaign"})
     with app.app_context():
-        preview = bulk.preview_bulk(db.session, filters, "requeue")
+        preview = intent_actions.preview_bulk(db.session, filters, "requeue")
         assert preview.will_act == 1
-        acted = bulk.apply_bulk(
+        acted = intent_actions.apply_bulk(
             db.session,
             filters,
             "requeue",

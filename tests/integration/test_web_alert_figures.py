@@ -8,7 +8,7 @@ import html
 import re
 
 from console.models import utcnow
-from console.store.state_tables import AlertState
+from console.state_tables import AlertState
 from console.web.extensions import db
 
 

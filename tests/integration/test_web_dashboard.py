@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import select
 
 from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppression, utcnow
-from console.store import dashboard_queries
-from console.store.state_tables import AlertState, WorkerHeartbeat
+from console.state_tables import AlertState, WorkerHeartbeat
+from console.store import figures
 from console.web.dashboard import chart_shapes, dashboard_alerts, format_age
 from console.web.extensions import db
 
@@ -52,7 +52,7 @@ def test_dashboard_counts_by_status_and_lane(app, console_client, add_intent):
         for _ in range(count):
             add_intent(status, lane=lane)
     with app.app_context():
-        snapshot = dashboard_queries.dashboard(db.session)
+        snapshot = figures.dashboard(db.session)
     assert snapshot.counts == {
         ("pending", "critical"): 2,
         ("pending", "bulk"): 3,
@@ -75,7 +75,7 @@ def test_submitted_intents_are_counted_over_the_last_day(app, console_client, ad
     add_intent("submitted", lane="bulk", created_at=now - dt.timedelta(hours=2))
     add_intent("submitted", lane="bulk", created_at=now - dt.timedelta(hours=30))
     with app.app_context():
-        assert dashboard_queries.dashboard(db.session, now=now).counts == {("submitted", "bulk"): 1}
+        assert figures.dashboard(db.session, now=now).counts == {("submitted", "bulk"): 1}
     client = console_client("viewer")
     page = client.get("/").text
     link = 'href="/intents?status=submitted&amp;lane=bulk&amp;age=lt1d">1</a>'
@@ -91,7 +91,7 @@ def test_oldest_pending_age_and_age_buckets_per_lane(app, add_intent):
     add_intent("pending", lane="bulk", created_at=now - dt.timedelta(seconds=10))
     add_intent("submitted", lane="bulk", created_at=now - dt.timedelta(hours=5))
     with app.app_context():
-        snapshot = dashboard_queries.dashboard(db.session, now=now)
+        snapshot = figures.dashboard(db.session, now=now)
     assert snapshot.age_buckets == {
         "critical": {"lt1m": 1, "1to5m": 2, "5to60m": 1, "gt1h": 1},
         "bulk": {"lt1m": 1, "1to5m": 0, "5to60m": 0, "gt1h": 0},
@@ -124,7 +124,7 @@ def test_chart_counts_attempts_per_minute_over_the_last_hour(app, add_intent):
         attempt(intent_id, now, "accepted", 6),
     )
     with app.app_context():
-        chart = dashboard_queries.dashboard(db.session, now=now).chart
+        chart = figures.dashboard(db.session, now=now).chart
     assert len(chart) == 60
     busy = {bar.minute: (bar.accepted, bar.failed) for bar in chart if bar.accepted or bar.failed}
     assert busy == {57: (2, 1), 29: (0, 1), 59: (1, 0)}
@@ -176,7 +176,7 @@ def test_other_firing_alert_conditions_join_the_banner(app, console_client, add_
 
 def test_dashboard_alerts_threshold():
     now = utcnow()
-    snapshot = dashboard_queries.Dashboard(now, {}, {}, {}, [], now - dt.timedelta(seconds=59), {})
+    snapshot = figures.Dashboard(now, {}, {}, {}, [], now - dt.timedelta(seconds=59), {})
     assert dashboard_alerts(snapshot, stale_after_seconds=60) == []
     assert format_age(59) == "59 s" and format_age(3720) == "1 h 2 min"
     assert format_age(90000) == "1 d 1 h" and format_age(None) == "–"

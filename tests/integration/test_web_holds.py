@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from console.models import AuditEntry
-from console.store.state_tables import IntentHold
+from console.state_tables import IntentHold
 
 
 def post(client, url, **form):

@@ -11,7 +11,7 @@ import re
 from sqlalchemy import select
 
 from console.models import AuditEntry, Intent, utcnow
-from console.store.state_tables import DomainDeferral, LaneBreaker
+from console.state_tables import DomainDeferral, LaneBreaker
 from console.web.extensions import db
 
 

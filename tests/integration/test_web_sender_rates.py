@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import event, insert
 
 from console.models import Intent, utcnow
-from console.store import dashboard_queries
-from console.store.sender_rates import BOUNCE, COMPLAINT, CachedRates, SenderRate, sender_rates
+from console.store import figures
+from console.store.send_budget import BOUNCE, COMPLAINT, CachedRates, SenderRate, sender_rates
 from console.web.extensions import db
 
 _numbers = itertools.count(1)
@@ -153,7 +153,7 @@ def test_every_rate_query_is_served_by_an_index(app):
 
         event.listen(connection, "before_cursor_execute", capture)
         try:
-            dashboard_queries.dashboard(db.session)  # the rates as the dashboard asks for them
+            figures.dashboard(db.session)  # the rates as the dashboard asks for them
         finally:
             event.remove(connection, "before_cursor_execute", capture)
         rate_statements = [

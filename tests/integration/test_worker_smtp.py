@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from console.models import Attempt, Intent, Suppression, utcnow
 from console.outbox import enqueue
-from console.store.state_tables import WorkerHeartbeat
+from console.state_tables import WorkerHeartbeat
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import (
     AMBIGUOUS,

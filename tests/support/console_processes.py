@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from console.models import Intent
-from console.store.state_tables import WorkerHeartbeat
+from console.state_tables import WorkerHeartbeat
 from console.vocabulary import SUBMITTED
 from tests.support.commands import CONSOLE_BIN
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import create_engine
 
-from console.store.serial_writes import inline_for
+from console.store.threads import inline_for
 from console.worker.crash_points import CrashPoint
 from console.worker.stage_marks import RECENT_MARKS, StageMarks
 

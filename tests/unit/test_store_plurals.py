@@ -6,9 +6,9 @@ import datetime as dt
 
 import pytest
 
-from console.store.bulk import BulkConfirmation, BulkPreview
 from console.store.erasure import ErasureReport, summary
-from console.store.search_filters import SearchFilters
+from console.store.intent_actions import BulkConfirmation, BulkPreview
+from console.store.intents import SearchFilters
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import TypeDecorator
 from sqlalchemy.dialects import postgresql, sqlite
 
-from console.store.columns import UTCDateTime
+from console.model_columns import UTCDateTime
 
 PLUS_TWO = dt.timezone(dt.timedelta(hours=2))
 VALUES = [

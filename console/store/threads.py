@@ -1,4 +1,4 @@
-"""The T2 writes of one worker, in order, on one connection: in the event loop or a thread."""
+"""Where the records run: in order on one connection, in the event loop or a thread of their own."""
 
 from __future__ import annotations
 
@@ -9,9 +9,13 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
-from console.store.thread_connections import ThreadConnections
+from console.store import records
+
+# Serial writes -----------------------------------------------------------------------------------
+#
+# The T2 writes of one worker, in order, on one connection: in the event loop or a thread.
 
 # A write's round trip up to which it runs in the event loop's thread: on PostgreSQL
 # next to the worker a record took 0.2-0.3 ms, and the thread cost 0.28 ms of CPU a
@@ -99,7 +103,7 @@ class SerialWrites:
         on_socket: Callable[..., Awaitable[Any]] | None = None,
     ) -> None:
         """Like ``post``, for a write ``function(connection, items)`` that does several
-        items at once (the records: one statement for all, ``record_arrays``).
+        items at once (the records: one statement for all, ``records.record_all``).
 
         In the event loop's thread next to PostgreSQL, up to ``group`` items (the worker's
         ``CONSOLE_RECORD_GROUP``) wait for each other, ``GROUP_WAIT_SECONDS`` at most,
@@ -272,3 +276,34 @@ def _all_done(futures: list[Future]) -> Future:
     for future in futures:
         future.add_done_callback(one_done)
     return done
+
+
+# Thread connections ------------------------------------------------------------------------------
+#
+# One writer connection per thread of a pool, all closed together between batches.
+
+
+class ThreadConnections:
+    """``here()`` gives the calling thread its own writer connection (``records.
+    writer``), opened on first use or after it was closed; ``close_all()`` closes every
+    one (call it when no thread is using its connection)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._local = threading.local()
+        self._opened: list[Connection] = []
+        self._lock = threading.Lock()
+
+    def here(self) -> Connection:
+        connection = getattr(self._local, "connection", None)
+        if connection is None or connection.closed:
+            connection = self._local.connection = records.writer(self._engine)
+            with self._lock:
+                self._opened.append(connection)
+        return connection
+
+    def close_all(self) -> None:
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for connection in opened:
+            connection.close()

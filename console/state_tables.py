@@ -1,6 +1,7 @@
 """The tables of the product's own running state: worker heartbeats, alerts, lane breakers,
-domain deferrals, operators' holds and failed logins. Not part of the application's
-contract (DESIGN §9): only the worker, the console and its jobs read and write them.
+domain deferrals, operators' holds, failed logins, the send budget and the keys of signed
+webhook requests already recorded. Not part of the application's contract: only the worker,
+the console and its jobs read and write them.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, CheckConstraint, Float, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from console.store.columns import Base, UTCDateTime, check_in
+from console.model_columns import Base, UTCDateTime, check_in
 from console.vocabulary import BREAKER_STATES, CLOSED
 
 
@@ -133,3 +134,13 @@ class SendCount(Base):
 
     hour_start: Mapped[int] = mapped_column(Integer, primary_key=True)
     sent: Mapped[int] = mapped_column(Integer)
+
+
+class WebhookReplayKey(Base):
+    """One signed request recorded: its provider, the digest of its key, and until when."""
+
+    __tablename__ = "webhook_replay_key"
+
+    source: Mapped[str] = mapped_column(String(20), primary_key=True)
+    key_digest: Mapped[str] = mapped_column(String(64), primary_key=True)  # sha256, hex
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, index=True)

@@ -12,8 +12,8 @@ import datetime as dt
 from sqlalchemy import Column, Connection, MetaData, Table, insert, inspect, select
 from sqlalchemy.orm import Session
 
+from console.model_columns import UTCDateTime
 from console.models import AuditEntry, Intent, OperatorUser, ProviderEvent, Suppression
-from console.store.columns import UTCDateTime
 
 DEMO_MARK = Table("console_demo", MetaData(), Column("made_at", UTCDateTime, nullable=False))
 # an application's accounts and mail: a database holding any of these is not the demo's

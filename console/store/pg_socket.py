@@ -1,28 +1,18 @@
-"""PostgreSQL next door: one prepared statement run on a connection's socket while the
-event loop goes on (the ``data_sent`` mark, ``socket_marks``; the grouped records,
-``socket_records``).
+"""PostgreSQL next door: statements run on a connection's socket while the event loop goes on.
 
-A statement run by the driver stops the event loop until PostgreSQL answers, and next
-door on two shared cores that wait is several times the statement's own work. Here it
-is sent with libpq's asynchronous calls (``send_query_prepared``) and its answer read
-when the socket is readable (``add_reader``); the connection is in autocommit mode, so
-the answer means committed.
-
-One statement at a time on one connection: a run that comes while another is in flight
-waits for it. The statement is prepared once per database session, and again if psycopg
-deallocated it (it answers a rollback with ``DEALLOCATE ALL`` once it has prepared
-statements of its own; nothing ran then). Errors are raised as SQLAlchemy raises the
-driver's (``DBAPIError``); after one the connection must be closed, as after any failed
-statement.
+One prepared statement sent with libpq's asynchronous calls, and the two writes of the send
+loop that use it: the ``data_sent`` mark and the records of several attempts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import functools
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from psycopg import errors as psycopg_errors
 from psycopg import pq
@@ -30,6 +20,25 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement
+
+from console.store import statements as s
+from console.store.records import COLUMNS, RECORD_BATCH_IF_MOVED
+
+# Statements on the socket ------------------------------------------------------------------------
+#
+# PostgreSQL next door: one prepared statement run on a connection's socket while the event loop
+# goes on (the ``data_sent`` mark and the grouped records below).
+#
+# A statement run by the driver stops the event loop until PostgreSQL answers, and next door that
+# wait outweighs the statement's own work. Here it is sent with libpq's asynchronous calls
+# (``send_query_prepared``) and its answer read when the socket is readable (``add_reader``); the
+# connection is in autocommit mode, so the answer means committed.
+#
+# One statement at a time on one connection: a run that comes while another is in flight waits for
+# it. The statement is prepared once per database session, and again if psycopg deallocated it (it
+# answers a rollback with ``DEALLOCATE ALL`` once it has prepared statements of its own; nothing
+# ran then). Errors are raised as SQLAlchemy raises the driver's (``DBAPIError``); after one the
+# connection must be closed, as after any failed statement.
 
 _BIND = re.compile(r"%\((\w+)\)s")
 
@@ -182,3 +191,91 @@ class SocketStatement:
         return DBAPIError.instance(
             self.label, None, error, dialect.loaded_dbapi.Error, hide_parameters=True
         )
+
+
+# Marks -------------------------------------------------------------------------------------------
+#
+# PostgreSQL next door: the ``data_sent`` mark written on the connection's socket while the event
+# loop goes on.
+#
+# A mark run by the driver (``console.store.records.mark_data_sent_unless_suppressed``) stops the
+# event loop until PostgreSQL answers: every connection's send waits for one body's mark. Here the
+# mark is sent on the socket (``SocketStatement``), so the other sends go on meanwhile. The body
+# still waits for its own mark: ``mark`` returns once PostgreSQL has committed it (the connection
+# is in autocommit mode: one statement, one commit).
+#
+# The statement is the same ``MARK_DATA_SENT_UNLESS_SUPPRESSED``, its bind parameters numbered. One
+# mark at a time on one connection; after an error the connection must be closed (``StageMarks``
+# does), as with any failed mark.
+
+STATEMENT_NAME = b"console_data_sent_mark"
+
+
+class SocketMarks(SocketStatement):
+    """The marks of the event loop's thread on one PostgreSQL connection (autocommit)."""
+
+    def __init__(self, connection: Connection) -> None:
+        sql, self._names, self._fixed = numbered(
+            s.MARK_DATA_SENT_UNLESS_SUPPRESSED, connection.dialect
+        )
+        super().__init__(connection, STATEMENT_NAME, sql, "data_sent mark")
+
+    async def mark(
+        self, attempt_id: int, recipient_forms: list[str], timed: Callable[[float], None]
+    ) -> bool:
+        """Commit that the body of `attempt_id` is about to leave, unless its recipient (either
+        form) is suppressed or the sweep finished the attempt; False then. `timed` is told
+        the seconds from sending the statement to reading its answer."""
+        values = dict(
+            self._fixed,
+            b_id=attempt_id,
+            b_address=recipient_forms[0],
+            b_address_hash=recipient_forms[-1],
+        )
+        parameters = [str(values[name]).encode(self.encoding) for name in self._names]
+        result = await self.run(parameters, timed)
+        return result.command_tuples == 1
+
+
+# Records -----------------------------------------------------------------------------------------
+#
+# PostgreSQL next door: the records of several attempts (``console.store.records``) written on the
+# socket of the event loop's connection, the loop sending meanwhile (``SocketStatement``). The same
+# statement, its arrays sent as PostgreSQL's text.
+
+
+class SocketRecords(SocketStatement):
+    """``record_all`` on the socket of the event loop's connection (next door): the loop
+    goes on sending while PostgreSQL writes the records (``SocketStatement``)."""
+
+    def __init__(self, connection: Connection) -> None:
+        sql, self._names, self._fixed = numbered(RECORD_BATCH_IF_MOVED, connection.dialect)
+        super().__init__(connection, b"console_record_batch", sql, "records")
+
+    async def record_all(self, records: Sequence[dict[str, Any]]) -> set[int]:
+        """``record_all``'s records, committed when it returns; the attempt ids recorded."""
+        values = dict(self._fixed)
+        values.update((name, [record[name] for record in records]) for name, _ in COLUMNS)
+        result = await self.run([self._text(values[name]) for name in self._names])
+        return {int(result.get_value(row, 0)) for row in range(result.ntuples)}
+
+    def _text(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        if isinstance(value, list):
+            return array_literal(value).encode(self.encoding)
+        return str(value).encode(self.encoding)
+
+
+def array_literal(values: Sequence[Any]) -> str:
+    """PostgreSQL's text of a one-dimensional array: each element quoted (a backslash
+    before each ``"`` and ``\\``), NULL for None, times in UTC as ``UTCDateTime`` binds them."""
+    return "{" + ",".join("NULL" if v is None else _element(v) for v in values) + "}"
+
+
+def _element(value: Any) -> str:
+    if isinstance(value, dt.datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+        value = aware.astimezone(dt.UTC).isoformat()
+    text = str(value)
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
