@@ -3,11 +3,11 @@ tests, and the ``data_sent`` mark committed before the body, which is also the l
 check of the suppression list.
 
 The body waits for its mark; the other connections need not. To a database across
-a network (a mark slower than ``serial_writes.INLINE_ROUND_TRIP_SECONDS``, or not
+a network (a mark slower than ``threads.INLINE_ROUND_TRIP_SECONDS``, or not
 yet timed) each mark runs in a thread of a small pool, on that thread's own
 connection, while the event loop goes on with the other sends. To PostgreSQL next
 door it is written on the socket of the event loop's connection and its answer read
-when it comes (``store.socket_marks``): the loop goes on meanwhile, without a
+when it comes (``store.pg_socket``): the loop goes on meanwhile, without a
 thread's hand-over, which cost more than the round trip there. On SQLite (no round
 trip) it runs in the event loop's thread. The worker chooses between batches
 (``run_inline``).
@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
-from console.store import attempt_records, suppression_lookup
-from console.store.thread_connections import ThreadConnections
+from console.store import records, suppressions
+from console.store.threads import ThreadConnections
 from console.transports.base import OutgoingEmail
 from console.vocabulary import DATA_SENT, ENVELOPE
 from console.worker.crash_points import CrashPoint
 
 if TYPE_CHECKING:
-    from console.store.socket_marks import SocketMarks
+    from console.store.pg_socket import SocketMarks
 
 SUPPRESSED_BEFORE_BODY = "recipient suppressed before its body was sent (envelope reset)"
 # Marks in flight at once in threads: a database connection each, from the engine's
@@ -72,7 +72,7 @@ class StageMarks:
         self._threads = max(1, min(threads, MARK_THREADS_LIMIT))
         self._executor: ThreadPoolExecutor | None = None
         self._connections = ThreadConnections(engine)  # the event loop's, each thread's
-        self._on_socket = engine.dialect.name == "postgresql"  # next door: socket_marks
+        self._on_socket = engine.dialect.name == "postgresql"  # next door: pg_socket
         self._socket: SocketMarks | None = None  # on the event loop's connection
 
     @property
@@ -111,9 +111,9 @@ class StageMarks:
         """Commit the mark on this thread's connection: None, or why it was refused."""
         connection = self._connections.here()
         try:
-            forms = suppression_lookup.recipient_forms(recipient)
+            forms = suppressions.recipient_forms(recipient)
             started = time.perf_counter()
-            marked = attempt_records.mark_data_sent_unless_suppressed(connection, attempt_id, forms)
+            marked = records.mark_data_sent_unless_suppressed(connection, attempt_id, forms)
             self._note_mark_seconds(time.perf_counter() - started)
             return None if marked else _why_refused(connection, recipient)
         except BaseException:
@@ -122,16 +122,20 @@ class StageMarks:
 
     async def _mark_on_socket(self, attempt_id: int, recipient: str) -> str | None:
         """The mark on the event loop's connection, the loop going on while PostgreSQL
-        answers (``socket_marks``): None, or why it was refused."""
+        answers (``pg_socket.SocketMarks``): None, or why it was refused."""
         connection = self._connections.here()
         try:
             if self._socket is None or self._socket.connection is not connection:
-                from console.store.socket_marks import SocketMarks  # psycopg: PostgreSQL only
+                from console.store.pg_socket import SocketMarks  # psycopg: PostgreSQL only
 
                 self._socket = SocketMarks(connection)
-            forms = suppression_lookup.recipient_forms(recipient)
+            forms = suppressions.recipient_forms(recipient)
             marked = await self._socket.mark(attempt_id, forms, self._note_mark_seconds)
-            return None if marked else _why_refused(connection, recipient)
+            if marked:
+                return None
+            # Not on this connection: another send's mark may be on its socket by now.
+            with self._engine.connect() as elsewhere:
+                return _why_refused(elsewhere, recipient)
         except Exception:
             self._socket = None
             connection.close()  # the next mark starts on a fresh connection
@@ -168,4 +172,4 @@ class StageMarks:
 
 def _why_refused(connection, recipient: str) -> str:
     """A mark changed no row: the recipient was suppressed, or the sweep took the attempt."""
-    return SUPPRESSED if suppression_lookup.is_suppressed_now(connection, recipient) else SWEPT
+    return SUPPRESSED if suppressions.is_suppressed_now(connection, recipient) else SWEPT
