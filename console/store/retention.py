@@ -341,23 +341,21 @@ def redact_audit_entries(session: Session, address: str, token: str) -> int:
 
 def redact_suppression_notes(session: Session, address: str, token: str) -> int:
     """Replace `address` by `token` in the notes of other suppressions; never commits."""
-    rows = session.execute(
-        select(Suppression.id, Suppression.note).where(mentions(Suppression.note, address))
-    ).all()
-    values = [dict(id=row.id, note=replace_forms(row.note, address, token)) for row in rows]
-    if values:
-        session.execute(update(Suppression), values)
-    return len(values)
+    return _redact_text_column(session, Suppression, "note", address, token)
 
 
 def redact_hold_reasons(session: Session, address: str, token: str) -> int:
     """Replace `address` by `token` in the reasons of holds; never commits."""
-    rows = session.execute(
-        select(IntentHold.id, IntentHold.reason).where(mentions(IntentHold.reason, address))
-    ).all()
-    values = [dict(id=row.id, reason=replace_forms(row.reason, address, token)) for row in rows]
+    return _redact_text_column(session, IntentHold, "reason", address, token)
+
+
+def _redact_text_column(session: Session, model, name: str, address: str, token: str) -> int:
+    """Replace `address` by `token` in column `name` of `model`'s rows; how many changed."""
+    column = getattr(model, name)
+    rows = session.execute(select(model.id, column).where(mentions(column, address))).all()
+    values = [{"id": row.id, name: replace_forms(row[1], address, token)} for row in rows]
     if values:
-        session.execute(update(IntentHold), values)
+        session.execute(update(model), values)
     return len(values)
 
 

@@ -10,7 +10,7 @@ from sqlalchemy import select, text
 from console.core.send_result import SendResult
 from console.models import Intent, Suppression
 from console.transports.memory import MemoryTransport
-from console.vocabulary import AMBIGUOUS, ENVELOPE, SUBMITTED
+from console.vocabulary import AMBIGUOUS, ENVELOPE, SENDING, SUBMITTED
 from console.worker.guard import GuardPolicy
 from tests.support.orders import enqueue_orders
 
@@ -63,4 +63,44 @@ def test_a_stale_outcome_suppresses_nobody_and_leaves_the_intent_as_the_sweep_le
         suppressed = session.scalars(select(Suppression.recipient)).all()
     assert {statuses[r] for r in STALE} == {AMBIGUOUS}, "as the sweep left them"
     assert {statuses[r] for r in FINE} == {SUBMITTED}
+    assert suppressed == [], "a stale refusal suppresses nobody"
+
+
+class ReclaimedDuringTheSend(LeaseTakenDuringTheSend):
+    """As ``LeaseTakenDuringTheSend``, but the sweep's intent was claimed again by another
+    worker before the outcome arrived: still ``sending``, under that worker's lease."""
+
+    async def send(self, email, on_stage):
+        result = await MemoryTransport.send(self, email, on_stage)
+        if email.recipient in self.script:
+            with self.engine.begin() as connection:
+                connection.execute(
+                    text("UPDATE email_intent SET lease_token = :token WHERE id = :id"),
+                    {"token": OTHER_WORKERS_LEASE, "id": email.intent_id},
+                )
+        return result
+
+
+OTHER_WORKERS_LEASE = "lease-of-another-worker"
+
+
+@pytest.mark.parametrize("distance", list(MARK_SECONDS))
+@pytest.mark.parametrize("connections", [1, 4])
+def test_an_outcome_arriving_after_another_worker_claimed_the_intent_changes_nothing(
+    engine, session_factory, make_worker, connections, distance
+):
+    """Only the lease token tells the two workers apart: the status is ``sending`` for both."""
+    enqueue_orders(session_factory, [r for pair in zip(STALE, FINE, strict=False) for r in pair])
+    transport = ReclaimedDuringTheSend(engine, STALE)
+    worker = make_worker(transport, concurrency=connections, guard_policy=GuardPolicy())
+    worker._stages._note_mark_seconds(MARK_SECONDS[distance])
+
+    worker.run_once()
+
+    with session_factory() as session:
+        rows = session.execute(select(Intent.recipient, Intent.status, Intent.lease_token))
+        intents = {row.recipient: (row.status, row.lease_token) for row in rows}
+        suppressed = session.scalars(select(Suppression.recipient)).all()
+    assert {intents[r] for r in STALE} == {(SENDING, OTHER_WORKERS_LEASE)}, "the other's, still"
+    assert {intents[r][0] for r in FINE[: len(STALE)]} == {SUBMITTED}
     assert suppressed == [], "a stale refusal suppresses nobody"
