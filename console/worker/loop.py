@@ -28,7 +28,7 @@ from console.core.send_result import SendResult
 from console.mail.catalog import TemplateCatalog, catalog_for, default_catalog
 from console.models import utcnow
 from console.store import claims
-from console.store.database import make_engine, make_session_factory
+from console.store.database import make_engine, make_session_factory, send_paths
 from console.store.threads import SerialWrites, inline_for
 from console.transports.base import OutgoingEmail, Transport
 from console.transports.factory import make_transport
@@ -99,8 +99,8 @@ class Worker:
         claimer_parts = (self.decisions, lambda: self.clock(), self.worker_id, self.guard)
         self._claimer = BatchClaimer(session_factory, settings, *claimer_parts, budget)
         # the next batch claimed while a full one ends (PostgreSQL; see claim_ahead)
-        on_postgresql = session_factory.kw["bind"].dialect.name == "postgresql"
-        self.claims_ahead = claim_ahead and on_postgresql and budget is None
+        paths = send_paths(session_factory.kw["bind"])
+        self.claims_ahead = claim_ahead and paths.claims_ahead and budget is None
         self._ahead_claim = ClaimAhead(self._claimer, self._crash_if)
         self._critical = CriticalCheck(self._claimer, enabled=budget is None)  # mid-batch
         relay = getattr(transport, "relay", "relay")

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine
 
 from console.store import records, suppressions
+from console.store.database import send_paths
 from console.store.threads import ThreadConnections
 from console.transports.base import OutgoingEmail
 from console.vocabulary import DATA_SENT, ENVELOPE
@@ -67,12 +68,13 @@ class StageMarks:
         self._after_mark = after_mark  # called once the mark is committed, before the body
         self._mark_seconds: float | None = None
         self._recent_marks: collections.deque[float] = collections.deque(maxlen=RECENT_MARKS)
-        self._always_inline = engine.dialect.name == "sqlite"
+        paths = send_paths(engine)
+        self._always_inline = paths.one_writer
         self._inline = self._always_inline
         self._threads = max(1, min(threads, MARK_THREADS_LIMIT))
         self._executor: ThreadPoolExecutor | None = None
         self._connections = ThreadConnections(engine)  # the event loop's, each thread's
-        self._on_socket = engine.dialect.name == "postgresql"  # next door: pg_socket
+        self._on_socket = paths.socket_next_door  # next door: pg_socket
         self._socket: SocketMarks | None = None  # on the event loop's connection
 
     @property

@@ -65,3 +65,15 @@ def test_the_rules_see_a_broken_import(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from console.web.extensions import db\n")
     assert imported_layers(module) == {"web"}
+
+
+def test_the_worker_asks_the_store_which_database_it_is_on():
+    """No dialect check in worker/ but the PostgreSQL wake-up listener's (LISTEN/NOTIFY)."""
+    checks = {
+        str(path.relative_to(PACKAGE)): line.strip()
+        for path in layer_modules("worker")
+        if path.name != "pg_wakeup.py"
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if "dialect" in line and not line.strip().startswith("#")
+    }
+    assert checks == {}
