@@ -139,6 +139,6 @@ def _hash_audit(factory, cutoff, batch_size, key, report: PruneReport) -> int:
 
 
 def _forget_replay_keys(factory, now, batch_size, report: PruneReport) -> int:
-    deleted = events.delete_expired_batch(factory, now, batch_size)
+    deleted = events.delete_expired_replay_keys(factory, now, batch_size)
     report.replay_keys_deleted += deleted
     return deleted

@@ -864,12 +864,12 @@ def inbound_since(session: Session, since: dt.datetime) -> tuple[int, dt.datetim
 # retention job.
 
 
-def digest(key: str) -> str:
+def replay_key_digest(key: str) -> str:
     """The stored form of a request's key."""
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def claim(
+def claim_replay_key(
     session: Session, *, source: str, key: str, now: dt.datetime, keep_seconds: float
 ) -> bool:
     """Insert the request's key in the caller's transaction; False when it was recorded before.
@@ -885,7 +885,7 @@ def claim(
         insert(WebhookReplayKey)
         .values(
             source=source,
-            key_digest=digest(key),
+            key_digest=replay_key_digest(key),
             expires_at=now + dt.timedelta(seconds=keep_seconds),
         )
         .on_conflict_do_nothing(index_elements=["source", "key_digest"])
@@ -894,7 +894,7 @@ def claim(
     return session.execute(statement).scalar_one_or_none() is not None
 
 
-def delete_expired_batch(
+def delete_expired_replay_keys(
     session_factory: Callable[[], Session], now: dt.datetime, batch_size: int
 ) -> int:
     """Delete up to `batch_size` keys whose time is over; commits. Return how many."""

@@ -91,7 +91,7 @@ def _record(
 
 def _claim_key(provider: str, key: str, window_seconds: float, now: dt.datetime) -> None:
     """Keep the key for twice the window (a time that far ahead is accepted too)."""
-    claimed = events.claim(
+    claimed = events.claim_replay_key(
         db.session, source=provider, key=key, now=now, keep_seconds=2 * window_seconds
     )
     if not claimed:
