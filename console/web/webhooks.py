@@ -89,13 +89,19 @@ def _record(
     return jsonify(status="recorded", **summary.as_dict()), 200
 
 
+# A signed request already recorded: 409, but 406 for Mailgun, which retries every other
+# answer for hours (a redelivery whose first 200 was lost would keep coming).
+REPLAY_STATUS = {mailgun.SOURCE: mailgun.NOT_ACCEPTABLE}
+
+
 def _claim_key(provider: str, key: str, window_seconds: float, now: dt.datetime) -> None:
     """Keep the key for twice the window (a time that far ahead is accepted too)."""
     claimed = events.claim_replay_key(
         db.session, source=provider, key=key, now=now, keep_seconds=2 * window_seconds
     )
     if not claimed:
-        raise EventRejected("this signed request was already received", 409)
+        status = REPLAY_STATUS.get(provider, 409)
+        raise EventRejected("this signed request was already received", status)
 
 
 @bp.post("/ses")
