@@ -43,6 +43,14 @@ def log_in(page, live_console, username: str) -> None:
     page.wait_for_url(live_console.url("/"))
 
 
+def open_search(page) -> None:
+    """Go to the intent search from the navigation and wait until its page has loaded:
+    typed before htmx has bound the search box, a query would be missed."""
+    page.click("nav >> text=Intents")
+    page.wait_for_url("**/intents")
+    page.wait_for_load_state("load")
+
+
 def screenshot(page, name: str) -> Path:
     """Save a full-page screenshot as a test artifact."""
     ARTIFACTS.mkdir(exist_ok=True)

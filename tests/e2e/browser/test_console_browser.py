@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from console.models import Intent
 from console.web.extensions import db
-from tests.support.browser_console import add_intent, log_in, screenshot
+from tests.support.browser_console import add_intent, log_in, open_search, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -36,7 +36,7 @@ def test_operator_finds_traces_and_reconciles_an_ambiguous_send(live_console, co
     log_in(page, live_console, "olga")
     screenshot(page, "dashboard")
 
-    page.click("nav >> text=Intents")
+    open_search(page)
     page.fill("#q", "order-5001")  # live search: htmx swaps the rows in, no submit
     result = page.locator("#result-table a", has_text="order-5001")
     expect(result).to_be_visible()

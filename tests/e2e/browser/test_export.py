@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.browser_console import add_intent, log_in
+from tests.support.browser_console import add_intent, log_in, open_search
 
 pytestmark = pytest.mark.browser
 
@@ -20,7 +20,7 @@ def test_export_buttons_download_the_search_shown(live_console, console_page):
     wanted = add_intent(live_console, "order-9101:confirmation", "failed", "order-9101")
     add_intent(live_console, "order-9102:confirmation", "submitted", "order-9102")
     log_in(page, live_console, "olga")
-    page.click("nav >> text=Intents")
+    open_search(page)
     page.fill("#q", "order-9101")
     expect(page).to_have_url(re.compile(r"q=order-9101"))
     expect(page.locator("#result-table")).not_to_contain_text("order-9102")

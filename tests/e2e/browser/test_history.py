@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from console.store.suppressions import add_suppression
 from console.web.extensions import db
-from tests.support.browser_console import add_intent, log_in
+from tests.support.browser_console import add_intent, log_in, open_search
 
 pytestmark = pytest.mark.browser
 
@@ -33,7 +33,7 @@ def test_back_and_forward_on_the_search_page_restore_the_whole_page(live_console
     first = add_intent(live_console, "order:1004:confirmation", "submitted", "order:1004")
     second = add_intent(live_console, "order:1005:confirmation", "pending", "order:1005")
     log_in(page, live_console, "olga")
-    page.click("nav >> text=Intents")
+    open_search(page)
     page.fill("#q", "order:1005")
     expect(page).to_have_url(re.compile(r"/intents\?q=order%3A1005"))
     expect(page.locator("#result-table")).to_contain_text("order:1005")

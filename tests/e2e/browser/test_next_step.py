@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from console.models import Attempt, Intent, utcnow
 from console.outbox import enqueue
 from console.web.extensions import db
-from tests.support.browser_console import add_intent, log_in
+from tests.support.browser_console import add_intent, log_in, open_search
 
 pytestmark = pytest.mark.browser
 
@@ -45,7 +45,7 @@ def test_operator_sees_the_outcome_and_what_a_requeue_gives(live_console, consol
     page = console_page
     intent_id = make_capped(live_console, "order-9301:confirmation")
     log_in(page, live_console, "olga")
-    page.click("nav >> text=Intents")
+    open_search(page)
     page.fill("#q", "order-9301")
     row = page.locator(f"#intent-{intent_id}")
     expect(row).to_contain_text("transient 451 4.3.0")
