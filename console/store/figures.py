@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 
 from console.models import Attempt, Intent, ProviderEvent, Suppression, utcnow
 from console.state_tables import LaneBreaker, WorkerHeartbeat
-from console.store.intents import AGE_BUCKETS, age_conditions
+from console.store.intent_search import AGE_BUCKETS, age_conditions
 from console.store.send_budget import CachedRates, SenderRate, sender_rates
 from console.store.statements import dialect_of, insert_for
 from console.vocabulary import AMBIGUOUS, DEAD, LANES, PENDING, STATUSES, SUBMITTED

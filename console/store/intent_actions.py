@@ -32,7 +32,7 @@ from console.store.actions import (
     required_reason,
 )
 from console.store.audit import audit_values, write_audit
-from console.store.intents import SearchFilters
+from console.store.intent_search import SearchFilters
 from console.store.suppressions import is_suppressed
 from console.vocabulary import (
     AMBIGUOUS,

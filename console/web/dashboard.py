@@ -14,7 +14,7 @@ from console.ops.alerts import AMBIGUOUS_WAITING, DEAD_LETTER
 from console.ops.delivery_figures import DashboardFigures
 from console.ops.send_budget_figures import budget_figures, quota_notices
 from console.state_tables import AlertState
-from console.store import alerts, holds, intents, send_budget
+from console.store import alerts, holds, intent_search, send_budget
 from console.store.figures import (
     SUBMITTED_WINDOW_HOURS,
     ChartBar,
@@ -197,7 +197,7 @@ def index():
         paused_lanes={lane: state for lane, state in breakers.items() if state.state != CLOSED},
         deferrals=deferrals,
         statuses=STATUSES,
-        age_buckets=intents.AGE_BUCKETS,
+        age_buckets=intent_search.AGE_BUCKETS,
         submitted_window_hours=SUBMITTED_WINDOW_HOURS,
         chart=shapes,
         chart_peak=peak,

@@ -12,7 +12,7 @@ from console.mail.render import build_message
 from console.mail.template_settings import TemplateError
 from console.models import utcnow
 from console.ops import ask_now, provider_asking
-from console.store import actions, intent_actions, intents
+from console.store import actions, intent_actions, intent_search, intents
 from console.store import intents as attempt_lookup
 from console.store.database import params_problem
 from console.vocabulary import (
@@ -50,15 +50,15 @@ ASK_TIMEOUT_SECONDS = 5.0  # an operator waits for the provider's answer
 def search():
     error, respelled, closest = None, None, None
     try:
-        filters = intents.SearchFilters.from_args(request.args)
-        page = intents.search_intents(db.session, filters, after=request.args.get("after"))
+        filters = intent_search.SearchFilters.from_args(request.args)
+        page = intent_search.search_intents(db.session, filters, after=request.args.get("after"))
         if not page.rows and filters.q and not request.args.get("after"):
             respelled, closest = search_hints.another_try(db.session, filters)
             if respelled is not None:
                 filters, page = respelled.filters, respelled.page
-    except intents.InvalidFilter as exc:
+    except intent_search.InvalidFilter as exc:
         error = forms.refusal_words("Search not run", exc)
-        filters, page = intents.SearchFilters(), intents.SearchPage([], None)
+        filters, page = intent_search.SearchFilters(), intent_search.SearchPage([], None)
     context = dict(
         filters=filters,
         page=page,
@@ -71,7 +71,7 @@ def search():
         statuses=STATUSES,
         lanes=LANES,
         templates=default_catalog().names(),
-        ages=intents.SEARCH_AGES,
+        ages=intent_search.SEARCH_AGES,
         preview_id=intent_actions.new_preview_id(),
     )
     if request.htmx and not error:

@@ -14,7 +14,7 @@ from console import wakeup
 from console.core.whole_numbers import whole_number
 from console.models import utcnow
 from console.store import actions, intent_actions
-from console.store.intents import InvalidFilter, SearchFilters
+from console.store.intent_search import InvalidFilter, SearchFilters
 from console.vocabulary import OPERATOR
 from console.web import forms, intents, security
 from console.web.auth import role_required

@@ -14,8 +14,8 @@ import re
 
 from sqlalchemy.orm import Session
 
-from console.store import intents
-from console.store.intents import SearchFilters
+from console.store import intent_search
+from console.store.intent_search import SearchFilters
 
 _SPELLED = re.compile(r"([A-Za-z][A-Za-z0-9_.]*?)(?:\s*[-_ #/.]\s*|)(\d+)")
 _NUMBER = re.compile(r"#?(\d{1,18})")
@@ -34,16 +34,16 @@ FORMATS = (
 class Respelled:
     typed: str
     filters: SearchFilters
-    page: intents.SearchPage
+    page: intent_search.SearchPage
 
 
-def _first(session: Session, filters: SearchFilters, q: str) -> intents.SearchPage:
-    return intents.search_intents(session, dataclasses.replace(filters, q=q), limit=1)
+def _first(session: Session, filters: SearchFilters, q: str) -> intent_search.SearchPage:
+    return intent_search.search_intents(session, dataclasses.replace(filters, q=q), limit=1)
 
 
 def event_names(session: Session) -> list[str]:
     """The names before the first ":" of the newest events ("order", "user", ...)."""
-    page = intents.search_intents(session, SearchFilters())
+    page = intent_search.search_intents(session, SearchFilters())
     names: list[str] = []
     for row in page.rows:
         name = (row.event or row.idempotency_key).partition(":")[0]
@@ -67,7 +67,7 @@ def respelled_search(session: Session, filters: SearchFilters) -> Respelled | No
     for spelled in spellings(session, filters.q):
         if _first(session, filters, spelled).rows:
             respelled = dataclasses.replace(filters, q=spelled)
-            return Respelled(filters.q, respelled, intents.search_intents(session, respelled))
+            return Respelled(filters.q, respelled, intent_search.search_intents(session, respelled))
     return None
 
 

@@ -32,7 +32,7 @@ from sqlalchemy import Engine, select, text
 
 from console.app import create_app
 from console.models import Intent, utcnow
-from console.store import intents
+from console.store import intent_search
 from console.store.accounts import create_user
 from console.store.database import make_engine
 from console.store.send_budget import CachedRates
@@ -149,7 +149,7 @@ def deep_cursors(rows: int, rng: random.Random) -> list[str]:
     """Keyset positions of random intents, as the "next page" links carry them."""
     ids = [rng.randrange(1000, rows) for _ in range(50)]
     found = db.session.execute(select(Intent.created_at, Intent.id).where(Intent.id.in_(ids)))
-    return [intents.encode_cursor(created_at, intent_id) for created_at, intent_id in found]
+    return [intent_search.encode_cursor(created_at, intent_id) for created_at, intent_id in found]
 
 
 def page_requests(

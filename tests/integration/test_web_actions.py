@@ -474,7 +474,7 @@ def test_bulk_requeue_skips_intents_past_their_expiry_and_keeps_the_others(
 
 def test_bulk_requeue_skips_an_intent_whose_expiry_passed_after_the_preview(app, add_intent):
     from console.store import intent_actions
-    from console.store.intents import SearchFilters
+    from console.store.intent_search import SearchFilters
 
     soon = utcnow() + dt.timedelta(minutes=1)
     intent_id = add_intent("failed", event="campaign:1", expires_at=soon)

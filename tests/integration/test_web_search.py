@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import insert
 
 from console.models import Intent, utcnow
-from console.store.intents import InvalidFilter, SearchFilters, search_intents
+from console.store.intent_search import InvalidFilter, SearchFilters, search_intents
 from console.web.extensions import db
 
 _numbers = itertools.count(1)

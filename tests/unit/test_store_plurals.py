@@ -8,7 +8,7 @@ import pytest
 
 from console.store.erasure import ErasureReport, summary
 from console.store.intent_actions import BulkConfirmation, BulkPreview
-from console.store.intents import SearchFilters
+from console.store.intent_search import SearchFilters
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 
