@@ -74,10 +74,8 @@ class SocketStatement:
         self._results: list[pq.PGresult] = []  # of the run in flight, read so far
         self._socket = -1  # the socket the answer is read from
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop that reads it
-        info, prepared = connection.connection.info, f"console.prepared.{name.decode()}"
-        if not info.get(prepared):  # in the DBAPI connection's info: prepared there
-            self._prepare()
-            info[prepared] = True
+        self._info = connection.connection.info  # the DBAPI connection's: prepared there
+        self._prepared_key = f"console.prepared.{name.decode()}"
 
     async def run(
         self, parameters: list[bytes | None], timed: Callable[[float], None] | None = None
@@ -115,11 +113,24 @@ class SocketStatement:
         answer, or its error as SQLAlchemy's."""
         while self._in_flight is not None:  # one statement at a time on the connection
             await asyncio.wait([self._in_flight])
-        if prepare_first:  # nothing in flight: the blocking prepare reads only its own answer
-            self._prepare()
+        if prepare_first or not self._info.get(self._prepared_key):
+            self._info[self._prepared_key] = True  # the next run waits for this one, unprepared
+            try:
+                await self._round_trip(lambda: self._pgconn.send_prepare(self._name, self._sql))
+            except BaseException:
+                self._info.pop(self._prepared_key, None)
+                raise
+            while self._in_flight is not None:  # a run of a cancelled sender went meanwhile
+                await asyncio.wait([self._in_flight])
+        send = lambda: self._pgconn.send_query_prepared(self._name, parameters)  # noqa: E731
+        return await self._round_trip(send, timed)
+
+    async def _round_trip(self, send: Callable[[], None], timed=None) -> pq.PGresult:
+        """Send with `send`, then read the answer without blocking the event loop: a
+        database that stops answering stops this statement, not the loop."""
         loop = asyncio.get_running_loop()
         try:
-            self._pgconn.send_query_prepared(self._name, parameters)
+            send()
             self._pgconn.flush()
         except Exception as error:
             raise self._wrapped(error) from error
@@ -166,18 +177,6 @@ class SocketStatement:
             if result.status not in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK):
                 raise psycopg_errors.error_from_result(result, encoding=self.encoding)
         return results[-1]
-
-    def _prepare(self) -> None:
-        """Prepare the statement on this session (blocking; once per connection, unless the
-        driver deallocated it)."""
-        try:
-            self._pgconn.send_prepare(self._name, self._sql)
-            results = []
-            while (result := self._pgconn.get_result()) is not None:
-                results.append(result)
-            self._checked(results)
-        except Exception as error:
-            raise self._wrapped(error) from error
 
     def _wrapped(self, error: Exception) -> Exception:
         """The driver's error as SQLAlchemy's; a broken connection is invalidated."""
