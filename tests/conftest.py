@@ -91,7 +91,7 @@ def backend(request) -> str:
 
 
 # Tests whose outcome depends on how busy the machine is: rates and latencies measured,
-# or the path the worker picks from the database's answer time. tests/run.sh runs them
+# or the claim ahead the worker starts from the database's answer time. tests/run.sh runs them
 # alone, after the rest of the suite has run in two processes.
 SERIAL_FILES = {
     "tests/e2e/test_send_rate.py",
@@ -99,9 +99,6 @@ SERIAL_FILES = {
     "tests/e2e/test_send_throttle.py",
     "tests/e2e/test_send_concurrency.py",
     "tests/e2e/test_scale_out.py",
-    "tests/integration/test_mark_before_body.py",
-    "tests/integration/test_socket_marks.py",
-    "tests/integration/test_serial_writes.py",
     "tests/integration/test_claim_ahead.py",
     "tests/integration/test_busy_database.py",
     "tests/integration/test_critical_check.py",

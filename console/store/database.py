@@ -119,23 +119,6 @@ def make_engine(url: str, *, lock_timeout_seconds: float | None = None) -> Engin
     return engine
 
 
-@dataclasses.dataclass(frozen=True)
-class SendPaths:
-    """How the send path writes to this database, decided once from its engine."""
-
-    one_writer: bool  # SQLite: marks and records in the event loop's thread, always
-    socket_next_door: bool  # PostgreSQL: near, on the socket of the loop's connection
-    claims_ahead: bool  # PostgreSQL: far, the next batch claimed while one ends
-
-
-def send_paths(engine: Engine) -> SendPaths:
-    """The send paths `engine`'s database offers (the worker never asks the dialect)."""
-    postgresql = engine.dialect.name == "postgresql"
-    return SendPaths(
-        one_writer=not postgresql, socket_next_door=postgresql, claims_ahead=postgresql
-    )
-
-
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     """Return a session factory whose objects stay readable after commit."""
     return sessionmaker(engine, expire_on_commit=False)

@@ -9,7 +9,6 @@ stale worker changes nothing.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -95,6 +94,12 @@ def record_outcome(
 ) -> bool:
     """T2: move the intent only if this lease still holds it; False for a stale worker."""
     values = record_values(claim, result, classification, decision, now)
+    return record_by_values(connection, values)
+
+
+def record_by_values(connection: Connection, values: dict[str, Any]) -> bool:
+    """``record_outcome`` of `values` (``record_values``): the intent moves only if this
+    lease still holds it, committed; False for a stale worker, nothing changed."""
     if not s.runs_on(connection):
         return _record_with_core(connection, values)
     dialect = connection.dialect
@@ -119,7 +124,7 @@ def record_values(
     decision: Decision,
     now: dt.datetime,
 ) -> dict[str, Any]:
-    """The values T2 binds for one attempt (``record_outcome``, ``record_all``)."""
+    """The values T2 binds for one attempt (``record_outcome``, ``RECORD_BATCH_IF_MOVED``)."""
     submitted = decision.status == SUBMITTED
     return dict(
         b_id=claim.intent.id,
@@ -140,15 +145,6 @@ def record_values(
         b_provider_message_id=result.provider_message_id,
         b_duration_ms=result.duration_ms,
     )
-
-
-def record_all(connection: Connection, records: list[dict[str, Any]]) -> set[int]:
-    """T2 of several attempts (``record_values`` each) in one statement on PostgreSQL's
-    autocommit connection: each intent moves only if its lease still holds it (see
-    ``_record_arrays``). The ids of the attempts recorded; the others were stale."""
-    if connection.dialect.name != "postgresql" or not s.runs_on(connection):
-        raise ValueError("record_all needs PostgreSQL's autocommit writer connection")
-    return _record_arrays(connection, records)
 
 
 def _record_with_core(connection: Connection, values: dict) -> bool:
@@ -252,16 +248,6 @@ RECORD_BATCH_IF_MOVED = (
     .add_cte(_MOVED)
     .returning(s.ATTEMPT.c.id)
 )
-
-
-def _record_arrays(connection: Connection, records: Sequence[dict[str, Any]]) -> set[int]:
-    """Record each of `records` (``record_values``) whose lease still
-    holds, in one statement on an autocommit connection; the attempt ids recorded."""
-    arrays = {name: [record[name] for record in records] for name, _ in COLUMNS}
-    cursor = s.prepared(RECORD_BATCH_IF_MOVED, connection.dialect).execute(connection, arrays)
-    recorded = {attempt_id for (attempt_id,) in cursor.fetchall()}
-    s.commit(connection)  # nothing to commit on an autocommit connection: the driver's no-op
-    return recorded
 
 
 # Sessions the relay refused ----------------------------------------------------------------------

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from console.config import Settings
@@ -28,8 +28,8 @@ from console.core.send_result import SendResult
 from console.mail.catalog import TemplateCatalog, catalog_for, default_catalog
 from console.models import utcnow
 from console.store import claims
-from console.store.database import make_engine, make_session_factory, send_paths
-from console.store.threads import SerialWrites, inline_for
+from console.store.database import make_engine, make_session_factory
+from console.store.send_store import send_store_for
 from console.transports.base import OutgoingEmail, Transport
 from console.transports.factory import make_transport
 from console.transports.smtp import envelope_address
@@ -53,6 +53,7 @@ from console.worker.eligibility import EligibilityPolicy
 from console.worker.guard import GuardPolicy, SendGuard
 from console.worker.housekeeping import housekeeping, new_worker_id
 from console.worker.outcome_writer import OutcomeWriter
+from console.worker.record_queue import RecordQueue
 from console.worker.send_budget import SendBudget
 from console.worker.settings import WorkerSettings
 from console.worker.stage_marks import SUPPRESSED_BEFORE_BODY, StageMarks, SuppressedBeforeBody
@@ -82,9 +83,9 @@ class Worker:
         claim_ahead: bool = False,
     ) -> None:
         self.session_factory = session_factory
-        self._writes = SerialWrites(
-            session_factory.kw["bind"], settings.concurrency, settings.records_per_statement
-        )
+        engine = session_factory.kw["bind"]
+        self._store = send_store_for(engine, settings.records_per_statement)
+        self._records = RecordQueue(self._record_group, self._store.group_size)
         self.transport = transport
         self.settings = settings
         self._envelope_from = envelope_address(settings.mail_from)
@@ -98,9 +99,9 @@ class Worker:
         self._crash_if = CrashPoint(crash_at)
         claimer_parts = (self.decisions, lambda: self.clock(), self.worker_id, self.guard)
         self._claimer = BatchClaimer(session_factory, settings, *claimer_parts, budget)
-        # the next batch claimed while a full one ends (PostgreSQL; see claim_ahead)
-        paths = send_paths(session_factory.kw["bind"])
-        self.claims_ahead = claim_ahead and paths.claims_ahead and budget is None
+        # the next batch claimed while a full one ends (a database far away; see claim_ahead)
+        self.claims_ahead = claim_ahead and self._store.claims_ahead and budget is None
+        self.database_far = True  # until the marks are timed, the database may be far
         self._ahead_claim = ClaimAhead(self._claimer, self._crash_if)
         self._critical = CriticalCheck(self._claimer, enabled=budget is None)  # mid-batch
         relay = getattr(transport, "relay", "relay")
@@ -111,9 +112,7 @@ class Worker:
         self._housekept_at: dt.datetime | None = None
         self._waiting_for_tokens = False  # the last claim found the send rate's bucket empty
         self._ahead = ComposeAhead(self._compose, settings.concurrency)
-        self._stages = StageMarks(
-            session_factory.kw["bind"], self._crash_if, self._ahead.schedule, settings.concurrency
-        )
+        self._stages = StageMarks(self._store, self._crash_if, self._ahead.schedule)
         self._stopping = threading.Event()
         self._runner = asyncio.Runner()
         self._owned_engine: Engine | None = None
@@ -158,9 +157,8 @@ class Worker:
             self._runner.run(self._give_back_claimed_ahead())
         finally:
             self._runner.run(self.transport.close())
+            self._runner.run(self._store.close())
             self._runner.close()
-            self._writes.shutdown()
-            self._stages.shutdown()
             self._ahead_claim.shutdown()
         if self._owned_engine is not None:
             self._owned_engine.dispose()
@@ -203,8 +201,8 @@ class Worker:
         and nothing holds the worker back (see claim_ahead)."""
         full = leased >= self.settings.batch_size
         held_back = self.stopping or self._refused_lanes or self._ahead_claim.running
-        far = not self._writes.inline  # next door the thread costs the sends more than it saves
-        if self.claims_ahead and full and far and not held_back:
+        # next door the thread costs the sends more than it saves
+        if self.claims_ahead and full and self.database_far and not held_back:
             self._ahead_claim.start_in_time(self.clock(), leased - waiting, waiting, began)
 
     async def _give_back_claimed_ahead(self) -> int:
@@ -256,9 +254,7 @@ class Worker:
                     await self._process(claim, report)
 
         lanes = min(self.settings.concurrency, len(leased))
-        near = inline_for(self._stages.mark_seconds)  # the database is next door (inline_for)
-        self._writes.run_inline(near)
-        self._stages.run_inline(near)
+        self.database_far = self._store.far  # as the marks up to this batch found it
         self._ahead.start(waiting)
         self._critical.start()
         try:
@@ -266,9 +262,10 @@ class Worker:
         finally:
             self._ahead.stop()
             self._critical.stop()
-            await self._writes.drain()  # every record of the batch, in order
-            await self._writes.release_connection()
-            self._stages.close()
+            try:
+                await self._records.drain()  # every record of the batch, in order
+            finally:
+                await self._store.release()
             self._count_reconnects()
         report.released += self._claimer.give_back(list(waiting), held_back, self.clock())
 
@@ -309,10 +306,10 @@ class Worker:
             deferral = self.guard.note_domain_outcome(recipient, outcome_name, result, now)
         self._crash_if("before_record")
         outcome = FinishedAttempt(claim, result, classification, decision, now, deferral)
-        await self._writes.room()  # outcomes waiting for their record: two groups at most
-        if self._writes.waiting:  # this outcome would join others not yet recorded
+        await self._records.room()  # outcomes waiting for their record: two groups at most
+        if self._records.waiting:  # this outcome would join others not yet recorded
             self._crash_if("record_group")
-        self._writes.post_grouped(self._record_all, (outcome, report), self._record_on_socket)
+        self._records.post((outcome, report))
 
     def _wait_uncharged(self, claim: claims.Claim, reason: str, now: dt.datetime) -> Decision:
         """The relay refused the session: the intent waits, the rest of its lane too."""
@@ -340,12 +337,12 @@ class Worker:
             provider=self.settings.provider,
         )
 
-    def _record_all(self, connection: Connection, finished: Finished):
-        """T2 of attempts, one or several in one statement (SerialWrites says in which
-        thread and how many), then a log line each."""
-        report_records(finished, self._outcomes.write_all(connection, [o for o, _ in finished]))
-
-    async def _record_on_socket(self, connection: Connection, finished: Finished):
-        """``_record_all`` with the statement on the connection's socket (next door)."""
-        outcomes = [outcome for outcome, _ in finished]
-        report_records(finished, await self._outcomes.write_all_on_socket(connection, outcomes))
+    async def _record_group(self, finished: Finished) -> None:
+        """T2 of attempts, one or several in one statement on the send store, then a log
+        line each; after an error the store starts again on fresh connections."""
+        try:
+            outcomes = [outcome for outcome, _ in finished]
+            report_records(finished, await self._outcomes.write_all(self._store, outcomes))
+        except Exception:
+            self._store.forget_connections()
+            raise

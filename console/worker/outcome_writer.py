@@ -1,4 +1,4 @@
-"""T2 and what follows it (console.store.threads says in which thread it runs).
+"""T2 and what follows it, in the event loop's thread.
 
 For each finished attempt: record the outcome (compare-and-set on the lease), put a
 mailbox the relay called unknown on the suppression list, feed the breaker and the
@@ -7,17 +7,14 @@ the alerts that name the relay's reply. A refusal of the session
 (``Classification.blames_session``) is not recorded as an attempt: the lane's breaker
 opens at once, the intent waits uncharged, an operator is told.
 
-Records of one batch may run in several threads at once: the compare-and-set of each
-needs nothing of the others, and what follows it (the breaker's memory, the shared
-rate, suppressions, alerts) runs under one lock, one record at a time.
+The records themselves go to the send store (``store.send_store``); what follows them
+(the breaker's memory, the shared rate, suppressions, alerts) runs on the store's
+follow-up connection, one record at a time.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
-from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
@@ -26,15 +23,13 @@ from console.core.blame import THROTTLING
 from console.core.classify import SMTPUTF8_NOT_OFFERED
 from console.core.rejections import refuses_the_mailbox
 from console.store import records, suppressions
+from console.store.send_store import SendStore
 from console.vocabulary import CLAIMED
 from console.worker import relay_alerts
 from console.worker.guard import SendGuard
 from console.worker.send_budget import SendBudget
 from console.worker.settings import WorkerSettings
 from console.worker.tick import FinishedAttempt
-
-if TYPE_CHECKING:
-    from console.store.pg_socket import SocketRecords
 
 log = logging.getLogger("console.worker.loop")
 
@@ -53,68 +48,28 @@ class OutcomeWriter:
         self.guard = guard
         self.relay = relay
         self.budget = budget
-        self._after_record = threading.Lock()  # what follows a record: one at a time
-        self._socket_records: SocketRecords | None = None  # on the event loop's connection
 
-    def write(self, connection: Connection, outcome: FinishedAttempt) -> bool:
-        """Record `outcome`; False when this worker's lease was lost (a stale write)."""
-        if outcome.classification.blames_session:
-            with self._after_record:
-                return self._hold_after_session_refusal(connection, outcome)
-        claim, result, classification = outcome.claim, outcome.result, outcome.classification
-        recorded = records.record_outcome(
-            connection, claim, result, classification, outcome.decision, outcome.now
-        )
-        if not recorded:
-            return False
-        with self._after_record:
-            self._after_recorded(connection, outcome)
-        return True
-
-    def write_all(self, connection: Connection, outcomes: list[FinishedAttempt]) -> list[bool]:
-        """Record several outcomes, in one statement on PostgreSQL; ``write``'s answer for
-        each. A refused session is held as ``write`` holds it, one at a time."""
-        if len(outcomes) == 1:
-            return [self.write(connection, outcomes[0])]
-        values = _recordable(outcomes)
-        recorded = records.record_all(connection, values) if values else set()
-        return self._after_all(connection, outcomes, recorded)
-
-    async def write_all_on_socket(
-        self, connection: Connection, outcomes: list[FinishedAttempt]
-    ) -> list[bool]:
-        """``write_all`` with the records' statement on the socket of `connection`, the event
-        loop's (PostgreSQL next door): the loop goes on sending while it is written."""
-        from console.store.pg_socket import SocketRecords  # psycopg: PostgreSQL only
-
-        statement = self._socket_records
-        if statement is None or statement.connection is not connection:
-            statement = self._socket_records = SocketRecords(connection)
-        records = _recordable(outcomes)
-        try:
-            recorded = await statement.record_all(records) if records else set()
-        except asyncio.CancelledError:
-            statement.abandon()  # not given back to the pool mid-statement
-            raise
-        except Exception:
-            self._socket_records = None  # its connection is closed
-            raise
-        return self._after_all(connection, outcomes, recorded)
+    async def write_all(self, store: SendStore, outcomes: list[FinishedAttempt]) -> list[bool]:
+        """Record `outcomes` on `store` (one statement on PostgreSQL), then what each recorded
+        one calls for; for each, False when this worker's lease was lost (a stale write).
+        A refused session is held instead, one at a time."""
+        values = [_values(o) for o in outcomes if not o.classification.blames_session]
+        recorded = await store.record_all(values) if values else set()
+        return self._after_all(store.follow_up(), outcomes, recorded)
 
     def _after_all(
         self, connection: Connection, outcomes: list[FinishedAttempt], recorded: set[int]
     ) -> list[bool]:
         """After the records of `outcomes` (the attempt ids of those `recorded`): a refused
-        session held, what each recorded one calls for; ``write``'s answer for each."""
+        session held, what each recorded one calls for; for each, whether it was recorded."""
         written = []
         for outcome in outcomes:
             if outcome.classification.blames_session:
-                written.append(self.write(connection, outcome))
+                written.append(self._hold_after_session_refusal(connection, outcome))
                 continue
             written.append(outcome.claim.attempt_id in recorded)
             if written[-1]:
-                with self._after_record:
-                    self._after_recorded(connection, outcome)
+                self._after_recorded(connection, outcome)
         return written
 
     def _after_recorded(self, connection: Connection, outcome: FinishedAttempt) -> None:
@@ -165,12 +120,6 @@ class OutcomeWriter:
             )
             session.commit()
         return released
-
-
-def _recordable(outcomes: list[FinishedAttempt]) -> list[dict]:
-    """The record values of the outcomes a record statement carries (a refused session is
-    held instead, ``write``)."""
-    return [_values(o) for o in outcomes if not o.classification.blames_session]
 
 
 def _values(outcome: FinishedAttempt) -> dict:

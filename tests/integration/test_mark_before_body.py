@@ -20,24 +20,6 @@ from tests.support.orders import enqueue_orders
 from tests.support.smtp_server import ScriptedSMTPServer
 
 CONNECTIONS = [1, 4]
-# The worker marks in threads while it has not seen the database answer within 0.5 ms,
-# on the event loop's connection socket once it has (PostgreSQL; SQLite: in the loop).
-MARK_PATHS = {"marks in threads": 0.01, "marks on the socket": 0.0002}
-
-
-@pytest.fixture(params=list(MARK_PATHS))
-def mark_path(request, engine):
-    if engine.dialect.name == "sqlite" and request.param != "marks in threads":
-        pytest.skip("SQLite marks in the event loop's thread, one path")
-    return MARK_PATHS[request.param]
-
-
-def on_path(worker, mark_seconds: float):
-    """The worker's marks and records, for its next batch, on the path of `mark_seconds`."""
-    worker._stages._note_mark_seconds(mark_seconds)
-    return worker
-
-
 @pytest.fixture
 def smtp_server():
     with ScriptedSMTPServer() as server:
@@ -89,12 +71,12 @@ def sweep(engine, attempt_id: int) -> None:
 
 @pytest.mark.parametrize("connections", CONNECTIONS)
 def test_every_body_leaves_after_its_mark_is_committed(
-    engine, session_factory, make_worker, smtp_server, connections, mark_path
+    engine, session_factory, make_worker, smtp_server, connections
 ):
     recipients = [f"r{n}@example.com" for n in range(8)]
     enqueue_orders(session_factory, recipients)
     transport = AtEnvelope(smtp_server.url, engine, connections=connections)
-    worker = on_path(make_worker(transport, concurrency=connections), mark_path)
+    worker = make_worker(transport, concurrency=connections)
 
     worker.run_once()
 
@@ -105,7 +87,7 @@ def test_every_body_leaves_after_its_mark_is_committed(
 
 @pytest.mark.parametrize("connections", CONNECTIONS)
 def test_a_recipient_suppressed_after_the_claim_gets_no_body(
-    engine, session_factory, make_worker, smtp_server, connections, mark_path
+    engine, session_factory, make_worker, smtp_server, connections
 ):
     enqueue_orders(session_factory, ["late@example.com", "ok@example.com"])
     transport = AtEnvelope(
@@ -114,7 +96,7 @@ def test_a_recipient_suppressed_after_the_claim_gets_no_body(
         lambda email: email.recipient == "late@example.com" and suppress(engine, email.recipient),
         connections=connections,
     )
-    worker = on_path(make_worker(transport, concurrency=connections), mark_path)
+    worker = make_worker(transport, concurrency=connections)
 
     worker.run_once()
 
@@ -126,7 +108,7 @@ def test_a_recipient_suppressed_after_the_claim_gets_no_body(
 
 @pytest.mark.parametrize("connections", CONNECTIONS)
 def test_an_attempt_swept_before_its_mark_gets_no_body(
-    engine, session_factory, make_worker, smtp_server, connections, mark_path
+    engine, session_factory, make_worker, smtp_server, connections
 ):
     enqueue_orders(session_factory, ["swept@example.com", "ok@example.com"])
     transport = AtEnvelope(
@@ -135,7 +117,7 @@ def test_an_attempt_swept_before_its_mark_gets_no_body(
         lambda email: email.recipient == "swept@example.com" and sweep(engine, email.attempt_id),
         connections=connections,
     )
-    worker = on_path(make_worker(transport, concurrency=connections), mark_path)
+    worker = make_worker(transport, concurrency=connections)
 
     worker.run_once()
 

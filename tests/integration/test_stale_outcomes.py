@@ -14,10 +14,6 @@ from console.vocabulary import AMBIGUOUS, ENVELOPE, SENDING, SUBMITTED
 from console.worker.guard import GuardPolicy
 from tests.support.orders import enqueue_orders
 
-# As the worker's paths go: marks and records in threads, or on the socket next door
-# (PostgreSQL, where the records of several sends then go in one statement).
-MARK_SECONDS = {"far": 0.01, "next door": 0.0002}
-
 STALE = [f"gone{n}@example.com" for n in range(6)]
 FINE = [f"fine{n}@example.com" for n in range(10)]
 
@@ -45,16 +41,14 @@ class LeaseTakenDuringTheSend(MemoryTransport):
         return result
 
 
-@pytest.mark.parametrize("distance", list(MARK_SECONDS))
 @pytest.mark.parametrize("connections", [1, 4])
 def test_a_stale_outcome_suppresses_nobody_and_leaves_the_intent_as_the_sweep_left_it(
-    engine, session_factory, make_worker, connections, distance
+    engine, session_factory, make_worker, connections
 ):
     enqueue_orders(session_factory, [r for pair in zip(STALE, FINE, strict=False) for r in pair])
     enqueue_orders(session_factory, FINE[len(STALE) :], prefix="more")
     transport = LeaseTakenDuringTheSend(engine, STALE)
     worker = make_worker(transport, concurrency=connections, guard_policy=GuardPolicy())
-    worker._stages._note_mark_seconds(MARK_SECONDS[distance])
 
     worker.run_once()
 
@@ -84,16 +78,14 @@ class ReclaimedDuringTheSend(LeaseTakenDuringTheSend):
 OTHER_WORKERS_LEASE = "lease-of-another-worker"
 
 
-@pytest.mark.parametrize("distance", list(MARK_SECONDS))
 @pytest.mark.parametrize("connections", [1, 4])
 def test_an_outcome_arriving_after_another_worker_claimed_the_intent_changes_nothing(
-    engine, session_factory, make_worker, connections, distance
+    engine, session_factory, make_worker, connections
 ):
     """Only the lease token tells the two workers apart: the status is ``sending`` for both."""
     enqueue_orders(session_factory, [r for pair in zip(STALE, FINE, strict=False) for r in pair])
     transport = ReclaimedDuringTheSend(engine, STALE)
     worker = make_worker(transport, concurrency=connections, guard_policy=GuardPolicy())
-    worker._stages._note_mark_seconds(MARK_SECONDS[distance])
 
     worker.run_once()
 

@@ -1,0 +1,89 @@
+"""The send loop's writes behind one interface, whatever the database: the ``data_sent`` mark
+and the records of finished attempts.
+
+The database is chosen once (``send_store_for``); the worker then only awaits what a
+``SendStore`` offers. ``send_store_sqlite`` writes in the event loop's thread on one
+connection (SQLite is a file: no round trip to wait for). ``send_store_postgres`` awaits
+psycopg's own async connection, so the other sends go on while PostgreSQL answers.
+
+Both keep the same promises: the mark commits before it returns and is refused when the
+recipient is suppressed or the attempt was swept; each record is a compare-and-set on its
+intent's lease token, so a stale worker changes nothing.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Protocol
+
+from sqlalchemy import Connection, Engine
+
+SUPPRESSED, SWEPT = "suppressed", "swept"  # why a mark was refused
+# The marks the database's distance is judged by: the fastest of the last ones, so a
+# slow one (a statement prepared, a pause of the machine) does not count as distance.
+RECENT_MARKS = 32
+# A database whose fastest recent mark took longer than this is far (across a network):
+# the worker then claims its next batch ahead (``worker.claim_ahead``).
+FAR_ROUND_TRIP_SECONDS = 0.0005
+
+
+class SendStore(Protocol):
+    """What the send loop writes between a claim and the next one."""
+
+    group_size: int  # the most records one ``record_all`` carries
+    claims_ahead: bool  # the next batch may be claimed while one is sent
+
+    async def mark(self, attempt_id: int, recipient: str) -> str | None:
+        """Commit that the body of `attempt_id` is about to leave: None; or, nothing marked,
+        why not (``SUPPRESSED``: the recipient is on the list; ``SWEPT``: the lease was
+        taken back)."""
+
+    async def record_all(self, values: list[dict[str, Any]]) -> set[int]:
+        """Record the outcomes (``records.record_values`` each), each only while its lease
+        holds; committed on return. The ids of the attempts recorded."""
+
+    def follow_up(self) -> Connection:
+        """A connection for what follows a record (a suppression, the breaker's state, an
+        alert): rare writes, in the event loop's thread."""
+
+    @property
+    def far(self) -> bool:
+        """True when the marks show the database is across a network."""
+
+    def forget_connections(self) -> None:
+        """After an error: the next write starts on fresh connections."""
+
+    async def release(self) -> None:
+        """Between batches: give back what the pool lends."""
+
+    async def close(self) -> None:
+        """The worker stops: close every connection."""
+
+
+class MarkTimes:
+    """The seconds of the last marks; ``far`` judged by the fastest of them."""
+
+    def __init__(self) -> None:
+        self._recent: collections.deque[float] = collections.deque(maxlen=RECENT_MARKS)
+        self.fastest: float | None = None
+
+    def note(self, seconds: float) -> None:
+        self._recent.append(seconds)
+        self.fastest = min(self._recent)
+
+    @property
+    def far(self) -> bool:
+        """Not yet known (no mark timed) counts as far."""
+        return self.fastest is None or self.fastest > FAR_ROUND_TRIP_SECONDS
+
+
+def send_store_for(engine: Engine, group_size: int = 1) -> SendStore:
+    """The send store of `engine`'s database; `group_size`: the records one PostgreSQL
+    statement may carry (SQLite records one at a time)."""
+    if engine.dialect.name == "postgresql":
+        from console.store.send_store_postgres import PostgresSendStore  # psycopg: only here
+
+        return PostgresSendStore(engine, group_size)
+    from console.store.send_store_sqlite import SqliteSendStore
+
+    return SqliteSendStore(engine)

@@ -1,0 +1,142 @@
+"""The send store on PostgreSQL: the mark and the records awaited on psycopg's own async
+connection, the event loop sending meanwhile.
+
+One ``psycopg.AsyncConnection`` in autocommit mode (one statement, one commit) for the
+worker's marks and records: psycopg reads its socket when it is readable, runs one
+statement at a time on it (``AsyncConnection.lock``) and prepares each statement on first
+use (``prepare=True``). The SQL is SQLAlchemy's own compilation of the Core statements,
+with its bind processors applied (``statements.Prepared``); psycopg adapts the values,
+lists as arrays.
+
+A statement has a deadline (``STATEMENT_SECONDS``): past it psycopg cancels the statement
+in the server and the send fails before its body. A mark whose sender was cancelled may
+still have committed; its attempt then only looks sent (ambiguous), never the other way
+round. After an error the connection is closed and the next write opens a fresh one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import psycopg
+from sqlalchemy import Connection, Engine, String, any_, bindparam, select
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.exc import DBAPIError
+
+from console.store import records, suppressions
+from console.store import statements as s
+from console.store.database import CONNECT_TIMEOUT_SECONDS
+from console.store.records import COLUMNS, RECORD_BATCH_IF_MOVED
+from console.store.send_store import SUPPRESSED, SWEPT, MarkTimes
+
+# How long a mark or a record may take before it is cancelled and fails.
+STATEMENT_SECONDS = 30.0
+# Why a mark changed nothing: the recipient (either form) is on the list, or the sweep
+# finished the attempt.
+SUPPRESSED_NOW = (
+    select(s.SUPPRESSION.c.id)
+    .where(s.SUPPRESSION.c.recipient == any_(bindparam("b_forms", type_=ARRAY(String))))
+    .limit(1)
+)
+
+
+class PostgresSendStore:
+    """``SendStore`` on PostgreSQL: marks and records awaited on one async connection."""
+
+    claims_ahead = True  # far away, the next claim overlaps the end of a batch
+
+    def __init__(self, engine: Engine, group_size: int) -> None:
+        self._engine = engine
+        self.group_size = max(1, group_size)
+        self._connection: psycopg.AsyncConnection | None = None
+        self._connecting: asyncio.Lock | None = None
+        self._follow_up: Connection | None = None
+        self._mark_times = MarkTimes()
+        dialect = engine.dialect
+        self._mark = s.prepared(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, dialect)
+        self._records = s.prepared(RECORD_BATCH_IF_MOVED, dialect)
+        self._suppressed_now = s.prepared(SUPPRESSED_NOW, dialect)
+
+    async def mark(self, attempt_id: int, recipient: str) -> str | None:
+        forms = suppressions.recipient_forms(recipient)
+        values = {"b_id": attempt_id, "b_address": forms[0], "b_address_hash": forms[-1]}
+        started = time.perf_counter()
+        cursor = await self._run(self._mark, values, "data_sent mark")
+        self._mark_times.note(time.perf_counter() - started)
+        if cursor.rowcount == 1:
+            return None
+        found = await self._run(self._suppressed_now, {"b_forms": forms}, "suppression lookup")
+        return SUPPRESSED if await found.fetchone() is not None else SWEPT
+
+    async def record_all(self, values: list[dict[str, Any]]) -> set[int]:
+        arrays = {name: [record[name] for record in values] for name, _ in COLUMNS}
+        cursor = await self._run(self._records, arrays, "records")
+        return {attempt_id for (attempt_id,) in await cursor.fetchall()}
+
+    def follow_up(self) -> Connection:
+        if self._follow_up is None or self._follow_up.closed:
+            self._follow_up = records.writer(self._engine)
+        return self._follow_up
+
+    @property
+    def far(self) -> bool:
+        return self._mark_times.far
+
+    def forget_connections(self) -> None:
+        if self._follow_up is not None:
+            self._follow_up.close()
+            self._follow_up = None
+        connection, self._connection = self._connection, None
+        if connection is not None and not connection.closed:
+            connection.pgconn.finish()  # closed at once; a statement in flight fails
+
+    async def release(self) -> None:
+        if self._follow_up is not None:
+            self._follow_up.close()
+            self._follow_up = None
+
+    async def close(self) -> None:
+        await self.release()
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
+
+    async def _run(self, prepared: s.Prepared, values: dict[str, Any], label: str):
+        return await self._run_sql(prepared.sql, prepared.parameters(values), label)
+
+    async def _run_sql(self, sql: str, parameters: dict[str, Any], label: str):
+        """Run `sql` on the async connection within the deadline: its cursor, the statement
+        committed; an error as SQLAlchemy's, the connection closed."""
+        try:
+            connection = await self._async_connection()
+            async with asyncio.timeout(STATEMENT_SECONDS):
+                return await connection.execute(sql, parameters, prepare=True)
+        except (psycopg.Error, OSError, TimeoutError) as error:
+            self.forget_connections()
+            raise _as_sqlalchemy_error(label, error) from error
+
+    async def _async_connection(self) -> psycopg.AsyncConnection:
+        if self._connection is not None and not self._connection.closed:
+            return self._connection
+        if self._connecting is None:
+            self._connecting = asyncio.Lock()
+        async with self._connecting:  # several sends may ask at once: one connection
+            if self._connection is None or self._connection.closed:
+                self._connection = await psycopg.AsyncConnection.connect(
+                    **self._connect_arguments(), autocommit=True
+                )
+        return self._connection
+
+    def _connect_arguments(self) -> dict[str, Any]:
+        _, arguments = self._engine.dialect.create_connect_args(self._engine.url)
+        arguments.setdefault("connect_timeout", CONNECT_TIMEOUT_SECONDS)
+        return arguments
+
+
+def _as_sqlalchemy_error(label: str, error: Exception) -> DBAPIError:
+    """The driver's error as SQLAlchemy raises it (the worker's handlers know those)."""
+    if not isinstance(error, psycopg.Error):
+        error = psycopg.OperationalError(f"{label}: {error or type(error).__name__}")
+    return DBAPIError.instance(label, None, error, psycopg.Error, hide_parameters=True)

@@ -1,0 +1,74 @@
+"""The send store on SQLite: the mark and the records in the event loop's thread, on one
+connection kept for the batch.
+
+SQLite is a file in this process: a write is local work, not a round trip, and a thread
+would only contend for the GIL with the event loop. The worker posts each record while the
+sender waits for the relay's next reply, so the record fills that wait.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+
+from console.store import records, suppressions
+from console.store.send_store import SUPPRESSED, SWEPT, MarkTimes
+
+
+class SqliteSendStore:
+    """``SendStore`` on SQLite: one writer connection, in the event loop's thread."""
+
+    group_size = 1  # each record is its own short transaction
+    claims_ahead = False  # one writer at a time: a claim ahead would only wait for it
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._connection: Connection | None = None
+        self._mark_times = MarkTimes()
+
+    def _writer(self) -> Connection:
+        if self._connection is None or self._connection.closed:
+            self._connection = records.writer(self._engine)
+        return self._connection
+
+    async def mark(self, attempt_id: int, recipient: str) -> str | None:
+        connection = self._writer()
+        try:
+            forms = suppressions.recipient_forms(recipient)
+            started = time.perf_counter()
+            marked = records.mark_data_sent_unless_suppressed(connection, attempt_id, forms)
+            self._mark_times.note(time.perf_counter() - started)
+            if marked:
+                return None
+            return SUPPRESSED if suppressions.is_suppressed_now(connection, recipient) else SWEPT
+        except BaseException:
+            self.forget_connections()
+            raise
+
+    async def record_all(self, values: list[dict[str, Any]]) -> set[int]:
+        connection = self._writer()
+        try:
+            return {v["b_attempt_id"] for v in values if records.record_by_values(connection, v)}
+        except BaseException:
+            self.forget_connections()
+            raise
+
+    def follow_up(self) -> Connection:
+        return self._writer()
+
+    @property
+    def far(self) -> bool:
+        return False
+
+    def forget_connections(self) -> None:
+        if self._connection is not None:
+            self._connection.close()  # rolls back what it held
+            self._connection = None
+
+    async def release(self) -> None:
+        self.forget_connections()
+
+    async def close(self) -> None:
+        self.forget_connections()
