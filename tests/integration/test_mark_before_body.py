@@ -20,6 +20,8 @@ from tests.support.orders import enqueue_orders
 from tests.support.smtp_server import ScriptedSMTPServer
 
 CONNECTIONS = [1, 4]
+
+
 @pytest.fixture
 def smtp_server():
     with ScriptedSMTPServer() as server:
