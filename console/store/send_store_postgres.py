@@ -1,10 +1,10 @@
 """The send store on PostgreSQL: the mark and the records awaited on psycopg's own async
 connection, the event loop sending meanwhile.
 
-One ``psycopg.AsyncConnection`` in autocommit mode (one statement, one commit) for the
-worker's marks and records: psycopg reads its socket when it is readable, runs one
-statement at a time on it (``AsyncConnection.lock``) and prepares each statement on first
-use (``prepare=True``). The SQL is SQLAlchemy's own compilation of the Core statements,
+Two ``psycopg.AsyncConnection`` in autocommit mode (one statement, one commit), one for the
+worker's marks and one for its records: psycopg reads a socket when it is readable, runs
+one statement at a time on each (``AsyncConnection.lock``) and prepares each statement on
+first use (``prepare=True``). The SQL is SQLAlchemy's own compilation of the Core statements,
 with its bind processors applied (``statements.Prepared``); psycopg adapts the values,
 lists as arrays.
 
@@ -43,36 +43,37 @@ SUPPRESSED_NOW = (
 
 
 class PostgresSendStore:
-    """``SendStore`` on PostgreSQL: marks and records awaited on one async connection."""
+    """``SendStore`` on PostgreSQL: marks on one async connection, records on another, so
+    a body's mark never waits behind a record's commit."""
 
     claims_ahead = True  # far away, the next claim overlaps the end of a batch
 
     def __init__(self, engine: Engine, group_size: int) -> None:
         self._engine = engine
         self.group_size = max(1, group_size)
-        self._connection: psycopg.AsyncConnection | None = None
-        self._connecting: asyncio.Lock | None = None
+        self._marks = AsyncWriter(engine, "data_sent mark")
+        self._records = AsyncWriter(engine, "records")
         self._follow_up: Connection | None = None
         self._mark_times = MarkTimes()
         dialect = engine.dialect
         self._mark = s.prepared(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, dialect)
-        self._records = s.prepared(RECORD_BATCH_IF_MOVED, dialect)
+        self._record_batch = s.prepared(RECORD_BATCH_IF_MOVED, dialect)
         self._suppressed_now = s.prepared(SUPPRESSED_NOW, dialect)
 
     async def mark(self, attempt_id: int, recipient: str) -> str | None:
         forms = suppressions.recipient_forms(recipient)
         values = {"b_id": attempt_id, "b_address": forms[0], "b_address_hash": forms[-1]}
         started = time.perf_counter()
-        cursor = await self._run(self._mark, values, "data_sent mark")
+        cursor = await self._marks.run(self._mark, values)
         self._mark_times.note(time.perf_counter() - started)
         if cursor.rowcount == 1:
             return None
-        found = await self._run(self._suppressed_now, {"b_forms": forms}, "suppression lookup")
+        found = await self._marks.run(self._suppressed_now, {"b_forms": forms})
         return SUPPRESSED if await found.fetchone() is not None else SWEPT
 
     async def record_all(self, values: list[dict[str, Any]]) -> set[int]:
         arrays = {name: [record[name] for record in values] for name, _ in COLUMNS}
-        cursor = await self._run(self._records, arrays, "records")
+        cursor = await self._records.run(self._record_batch, arrays)
         return {attempt_id for (attempt_id,) in await cursor.fetchall()}
 
     def follow_up(self) -> Connection:
@@ -85,39 +86,48 @@ class PostgresSendStore:
         return self._mark_times.far
 
     def forget_connections(self) -> None:
-        if self._follow_up is not None:
-            self._follow_up.close()
-            self._follow_up = None
-        connection, self._connection = self._connection, None
-        if connection is not None and not connection.closed:
-            connection.pgconn.finish()  # closed at once; a statement in flight fails
+        self._close_follow_up()
+        self._marks.forget()
+        self._records.forget()
 
     async def release(self) -> None:
+        self._close_follow_up()
+
+    async def close(self) -> None:
+        self._close_follow_up()
+        await self._marks.close()
+        await self._records.close()
+
+    def _close_follow_up(self) -> None:
         if self._follow_up is not None:
             self._follow_up.close()
             self._follow_up = None
 
-    async def close(self) -> None:
-        await self.release()
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            await connection.close()
 
-    async def _run(self, prepared: s.Prepared, values: dict[str, Any], label: str):
-        return await self._run_sql(prepared.sql, prepared.parameters(values), label)
+class AsyncWriter:
+    """One psycopg ``AsyncConnection`` (autocommit), opened on first use and again after
+    an error; its statements run within ``STATEMENT_SECONDS``."""
 
-    async def _run_sql(self, sql: str, parameters: dict[str, Any], label: str):
-        """Run `sql` on the async connection within the deadline: its cursor, the statement
-        committed; an error as SQLAlchemy's, the connection closed."""
+    def __init__(self, engine: Engine, label: str) -> None:
+        self._engine = engine
+        self._label = label  # names the statements in their errors
+        self._connection: psycopg.AsyncConnection | None = None
+        self._connecting: asyncio.Lock | None = None
+
+    async def run(self, prepared: s.Prepared, values: dict[str, Any]) -> psycopg.AsyncCursor:
+        """Run `prepared` with `values`: its cursor, the statement committed; an error as
+        SQLAlchemy's, the connection closed."""
         try:
-            connection = await self._async_connection()
+            connection = await self.connection()
             async with asyncio.timeout(STATEMENT_SECONDS):
-                return await connection.execute(sql, parameters, prepare=True)
+                return await connection.execute(
+                    prepared.sql, prepared.parameters(values), prepare=True
+                )
         except (psycopg.Error, OSError, TimeoutError) as error:
-            self.forget_connections()
-            raise _as_sqlalchemy_error(label, error) from error
+            self.forget()
+            raise _as_sqlalchemy_error(self._label, error) from error
 
-    async def _async_connection(self) -> psycopg.AsyncConnection:
+    async def connection(self) -> psycopg.AsyncConnection:
         if self._connection is not None and not self._connection.closed:
             return self._connection
         if self._connecting is None:
@@ -128,6 +138,17 @@ class PostgresSendStore:
                     **self._connect_arguments(), autocommit=True
                 )
         return self._connection
+
+    def forget(self) -> None:
+        """Close at once (a statement in flight fails); the next run opens a fresh one."""
+        connection, self._connection = self._connection, None
+        if connection is not None and not connection.closed:
+            connection.pgconn.finish()
+
+    async def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
 
     def _connect_arguments(self) -> dict[str, Any]:
         _, arguments = self._engine.dialect.create_connect_args(self._engine.url)
