@@ -50,7 +50,7 @@ class SendStore(Protocol):
     def far(self) -> bool:
         """True when the marks show the database is across a network."""
 
-    def forget_connections(self) -> None:
+    async def forget_connections(self) -> None:
         """After an error: the next write starts on fresh connections."""
 
     async def release(self) -> None:

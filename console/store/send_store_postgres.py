@@ -85,18 +85,18 @@ class PostgresSendStore:
     def far(self) -> bool:
         return self._mark_times.far
 
-    def forget_connections(self) -> None:
+    async def forget_connections(self) -> None:
         self._close_follow_up()
-        self._marks.forget()
-        self._records.forget()
+        await self._marks.forget()
+        await self._records.forget()
 
     async def release(self) -> None:
         self._close_follow_up()
 
     async def close(self) -> None:
         self._close_follow_up()
-        await self._marks.close()
-        await self._records.close()
+        await self._marks.forget()
+        await self._records.forget()
 
     def _close_follow_up(self) -> None:
         if self._follow_up is not None:
@@ -124,7 +124,7 @@ class AsyncWriter:
                     prepared.sql, prepared.parameters(values), prepare=True
                 )
         except (psycopg.Error, OSError, TimeoutError) as error:
-            self.forget()
+            await self.forget()
             raise _as_sqlalchemy_error(self._label, error) from error
 
     async def connection(self) -> psycopg.AsyncConnection:
@@ -139,13 +139,8 @@ class AsyncWriter:
                 )
         return self._connection
 
-    def forget(self) -> None:
+    async def forget(self) -> None:
         """Close at once (a statement in flight fails); the next run opens a fresh one."""
-        connection, self._connection = self._connection, None
-        if connection is not None and not connection.closed:
-            connection.pgconn.finish()
-
-    async def close(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
             await connection.close()

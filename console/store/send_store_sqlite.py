@@ -44,7 +44,7 @@ class SqliteSendStore:
                 return None
             return SUPPRESSED if suppressions.is_suppressed_now(connection, recipient) else SWEPT
         except BaseException:
-            self.forget_connections()
+            self._close()
             raise
 
     async def record_all(self, values: list[dict[str, Any]]) -> set[int]:
@@ -52,7 +52,7 @@ class SqliteSendStore:
         try:
             return {v["b_attempt_id"] for v in values if records.record_by_values(connection, v)}
         except BaseException:
-            self.forget_connections()
+            self._close()
             raise
 
     def follow_up(self) -> Connection:
@@ -62,13 +62,16 @@ class SqliteSendStore:
     def far(self) -> bool:
         return False
 
-    def forget_connections(self) -> None:
+    async def forget_connections(self) -> None:
+        self._close()
+
+    async def release(self) -> None:
+        self._close()
+
+    async def close(self) -> None:
+        self._close()
+
+    def _close(self) -> None:
         if self._connection is not None:
             self._connection.close()  # rolls back what it held
             self._connection = None
-
-    async def release(self) -> None:
-        self.forget_connections()
-
-    async def close(self) -> None:
-        self.forget_connections()

@@ -344,5 +344,5 @@ class Worker:
             outcomes = [outcome for outcome, _ in finished]
             report_records(finished, await self._outcomes.write_all(self._store, outcomes))
         except Exception:
-            self._store.forget_connections()
+            await self._store.forget_connections()
             raise
