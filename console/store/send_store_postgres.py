@@ -1,10 +1,10 @@
 """The send store on PostgreSQL: the mark and the records awaited on psycopg's own async
 connection, the event loop sending meanwhile.
 
-Two ``psycopg.AsyncConnection`` in autocommit mode (one statement, one commit), one for the
-worker's marks and one for its records: psycopg reads a socket when it is readable, runs
-one statement at a time on each (``AsyncConnection.lock``) and prepares each statement on
-first use (``prepare=True``). The SQL is SQLAlchemy's own compilation of the Core statements,
+One ``psycopg.AsyncConnection`` in autocommit mode (one statement, one commit) for the
+worker's marks and records: psycopg reads its socket when it is readable, runs one
+statement at a time on it (``AsyncConnection.lock``) and prepares each statement on first
+use (``prepare=True``). The SQL is SQLAlchemy's own compilation of the Core statements,
 with its bind processors applied (``statements.Prepared``); psycopg adapts the values,
 lists as arrays.
 
@@ -43,16 +43,14 @@ SUPPRESSED_NOW = (
 
 
 class PostgresSendStore:
-    """``SendStore`` on PostgreSQL: marks on one async connection, records on another, so
-    a body's mark never waits behind a record's commit."""
+    """``SendStore`` on PostgreSQL: marks and records awaited on one async connection."""
 
     claims_ahead = True  # far away, the next claim overlaps the end of a batch
 
     def __init__(self, engine: Engine, group_size: int) -> None:
         self._engine = engine
         self.group_size = max(1, group_size)
-        self._marks = AsyncWriter(engine, "data_sent mark")
-        self._records = AsyncWriter(engine, "records")
+        self._writer = AsyncWriter(engine)
         self._follow_up: Connection | None = None
         self._mark_times = MarkTimes()
         dialect = engine.dialect
@@ -64,16 +62,16 @@ class PostgresSendStore:
         forms = suppressions.recipient_forms(recipient)
         values = {"b_id": attempt_id, "b_address": forms[0], "b_address_hash": forms[-1]}
         started = time.perf_counter()
-        cursor = await self._marks.run(self._mark, values)
+        cursor = await self._writer.run(self._mark, values, "data_sent mark")
         self._mark_times.note(time.perf_counter() - started)
         if cursor.rowcount == 1:
             return None
-        found = await self._marks.run(self._suppressed_now, {"b_forms": forms})
+        found = await self._writer.run(self._suppressed_now, {"b_forms": forms}, "lookup")
         return SUPPRESSED if await found.fetchone() is not None else SWEPT
 
     async def record_all(self, values: list[dict[str, Any]]) -> set[int]:
         arrays = {name: [record[name] for record in values] for name, _ in COLUMNS}
-        cursor = await self._records.run(self._record_batch, arrays)
+        cursor = await self._writer.run(self._record_batch, arrays, "records")
         return {attempt_id for (attempt_id,) in await cursor.fetchall()}
 
     def follow_up(self) -> Connection:
@@ -87,16 +85,14 @@ class PostgresSendStore:
 
     async def forget_connections(self) -> None:
         self._close_follow_up()
-        await self._marks.forget()
-        await self._records.forget()
+        await self._writer.forget()
 
     async def release(self) -> None:
         self._close_follow_up()
 
     async def close(self) -> None:
         self._close_follow_up()
-        await self._marks.forget()
-        await self._records.forget()
+        await self._writer.forget()
 
     def _close_follow_up(self) -> None:
         if self._follow_up is not None:
@@ -108,15 +104,16 @@ class AsyncWriter:
     """One psycopg ``AsyncConnection`` (autocommit), opened on first use and again after
     an error; its statements run within ``STATEMENT_SECONDS``."""
 
-    def __init__(self, engine: Engine, label: str) -> None:
+    def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._label = label  # names the statements in their errors
         self._connection: psycopg.AsyncConnection | None = None
         self._connecting: asyncio.Lock | None = None
 
-    async def run(self, prepared: s.Prepared, values: dict[str, Any]) -> psycopg.AsyncCursor:
+    async def run(
+        self, prepared: s.Prepared, values: dict[str, Any], label: str
+    ) -> psycopg.AsyncCursor:
         """Run `prepared` with `values`: its cursor, the statement committed; an error as
-        SQLAlchemy's, the connection closed."""
+        SQLAlchemy's (`label` names the statement), the connection closed."""
         try:
             connection = await self.connection()
             async with asyncio.timeout(STATEMENT_SECONDS):
@@ -125,7 +122,7 @@ class AsyncWriter:
                 )
         except (psycopg.Error, OSError, TimeoutError) as error:
             await self.forget()
-            raise _as_sqlalchemy_error(self._label, error) from error
+            raise _as_sqlalchemy_error(label, error) from error
 
     async def connection(self) -> psycopg.AsyncConnection:
         if self._connection is not None and not self._connection.closed:

@@ -123,7 +123,7 @@ def test_a_connection_lost_mid_mark_raises_and_a_fresh_one_marks(engine, session
 
     async def lost_then_fresh(store):
         await store.mark(second, other)  # the connection is open
-        connection = await store._marks.connection()
+        connection = await store._writer.connection()
         (pid,) = await (await connection.execute("SELECT pg_backend_pid()")).fetchone()
         with engine.connect() as admin:
             admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
