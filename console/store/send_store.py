@@ -19,11 +19,11 @@ from typing import Any, Protocol
 from sqlalchemy import Connection, Engine
 
 SUPPRESSED, SWEPT = "suppressed", "swept"  # why a mark was refused
-# The marks the database's distance is judged by: the fastest of the last ones, so a
-# slow one (a statement prepared, a pause of the machine) does not count as distance.
-RECENT_MARKS = 32
-# A database whose fastest recent mark took longer than this is far (across a network):
-# the worker then claims its next batch ahead (``worker.claim_ahead``).
+# The round trips the database's distance is judged by (one timed between batches): the
+# fastest of the last ones, so a slow one (a pause of the machine) does not count.
+RECENT_ROUND_TRIPS = 32
+# A database whose fastest recent round trip took longer than this is far (across a
+# network): the worker then claims its next batch ahead (``worker.claim_ahead``).
 FAR_ROUND_TRIP_SECONDS = 0.0005
 
 
@@ -48,7 +48,7 @@ class SendStore(Protocol):
 
     @property
     def far(self) -> bool:
-        """True when the marks show the database is across a network."""
+        """True when the database seems across a network (or its distance is not known)."""
 
     async def forget_connections(self) -> None:
         """After an error: the next write starts on fresh connections."""
@@ -60,11 +60,11 @@ class SendStore(Protocol):
         """The worker stops: close every connection."""
 
 
-class MarkTimes:
-    """The seconds of the last marks; ``far`` judged by the fastest of them."""
+class RoundTrips:
+    """The seconds of the last round trips; ``far`` judged by the fastest of them."""
 
     def __init__(self) -> None:
-        self._recent: collections.deque[float] = collections.deque(maxlen=RECENT_MARKS)
+        self._recent: collections.deque[float] = collections.deque(maxlen=RECENT_ROUND_TRIPS)
         self.fastest: float | None = None
 
     def note(self, seconds: float) -> None:
@@ -73,7 +73,7 @@ class MarkTimes:
 
     @property
     def far(self) -> bool:
-        """Not yet known (no mark timed) counts as far."""
+        """Not yet known (no round trip timed) counts as far."""
         return self.fastest is None or self.fastest > FAR_ROUND_TRIP_SECONDS
 
 

@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 import psycopg
-from sqlalchemy import Connection, Engine, String, any_, bindparam, select
+from sqlalchemy import Connection, Engine, String, any_, bindparam, literal, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError
 
@@ -29,10 +29,11 @@ from console.store import records, suppressions
 from console.store import statements as s
 from console.store.database import CONNECT_TIMEOUT_SECONDS
 from console.store.records import COLUMNS, RECORD_BATCH_IF_MOVED
-from console.store.send_store import SUPPRESSED, SWEPT, MarkTimes
+from console.store.send_store import SUPPRESSED, SWEPT, RoundTrips
 
 # How long a mark or a record may take before it is cancelled and fails.
 STATEMENT_SECONDS = 30.0
+PROBE = select(literal(1))
 # Why a mark changed nothing: the recipient (either form) is on the list, or the sweep
 # finished the attempt.
 SUPPRESSED_NOW = (
@@ -52,18 +53,17 @@ class PostgresSendStore:
         self.group_size = max(1, group_size)
         self._writer = AsyncWriter(engine)
         self._follow_up: Connection | None = None
-        self._mark_times = MarkTimes()
+        self._round_trips = RoundTrips()
         dialect = engine.dialect
         self._mark = s.prepared(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, dialect)
         self._record_batch = s.prepared(RECORD_BATCH_IF_MOVED, dialect)
         self._suppressed_now = s.prepared(SUPPRESSED_NOW, dialect)
+        self._probe = s.prepared(PROBE, dialect)
 
     async def mark(self, attempt_id: int, recipient: str) -> str | None:
         forms = suppressions.recipient_forms(recipient)
         values = {"b_id": attempt_id, "b_address": forms[0], "b_address_hash": forms[-1]}
-        started = time.perf_counter()
         cursor = await self._writer.run(self._mark, values, "data_sent mark")
-        self._mark_times.note(time.perf_counter() - started)
         if cursor.rowcount == 1:
             return None
         found = await self._writer.run(self._suppressed_now, {"b_forms": forms}, "lookup")
@@ -81,14 +81,25 @@ class PostgresSendStore:
 
     @property
     def far(self) -> bool:
-        return self._mark_times.far
+        return self._round_trips.far
 
     async def forget_connections(self) -> None:
         self._close_follow_up()
         await self._writer.forget()
 
     async def release(self) -> None:
+        """Between batches: the follow-up connection back to the pool; a round trip timed
+        on the async connection, nothing else in flight on it (no commit: the distance,
+        not the disk)."""
         self._close_follow_up()
+        if not self._writer.is_open:
+            return  # nothing written this batch: no connection opened just to time it
+        started = time.perf_counter()
+        try:
+            await self._writer.run(self._probe, {}, "round trip")
+        except DBAPIError:
+            return  # the next batch's claim meets the same database
+        self._round_trips.note(time.perf_counter() - started)
 
     async def close(self) -> None:
         self._close_follow_up()
@@ -123,6 +134,10 @@ class AsyncWriter:
         except (psycopg.Error, OSError, TimeoutError) as error:
             await self.forget()
             raise _as_sqlalchemy_error(label, error) from error
+
+    @property
+    def is_open(self) -> bool:
+        return self._connection is not None and not self._connection.closed
 
     async def connection(self) -> psycopg.AsyncConnection:
         if self._connection is not None and not self._connection.closed:

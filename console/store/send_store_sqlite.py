@@ -8,13 +8,12 @@ sender waits for the relay's next reply, so the record fills that wait.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from sqlalchemy import Connection, Engine
 
 from console.store import records, suppressions
-from console.store.send_store import SUPPRESSED, SWEPT, MarkTimes
+from console.store.send_store import SUPPRESSED, SWEPT
 
 
 class SqliteSendStore:
@@ -26,7 +25,6 @@ class SqliteSendStore:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._connection: Connection | None = None
-        self._mark_times = MarkTimes()
 
     def _writer(self) -> Connection:
         if self._connection is None or self._connection.closed:
@@ -37,9 +35,7 @@ class SqliteSendStore:
         connection = self._writer()
         try:
             forms = suppressions.recipient_forms(recipient)
-            started = time.perf_counter()
             marked = records.mark_data_sent_unless_suppressed(connection, attempt_id, forms)
-            self._mark_times.note(time.perf_counter() - started)
             if marked:
                 return None
             return SUPPRESSED if suppressions.is_suppressed_now(connection, recipient) else SWEPT
