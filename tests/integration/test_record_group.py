@@ -30,6 +30,7 @@ from console.vocabulary import (
     SENDING,
     SUBMITTED,
 )
+from console.worker import record_queue
 from console.worker.settings import WorkerSettings
 from tests.support.claim_steps import T0, lease_all, load, lock, queue, seconds
 from tests.support.orders import enqueue_orders
@@ -111,7 +112,12 @@ def test_a_record_whose_lease_was_taken_is_left_as_it_is_and_the_others_go(
 
 @pytest.fixture
 def record_sizes(monkeypatch) -> list[int]:
-    """How many records each statement of the PostgreSQL send store carried."""
+    """How many records each statement of the PostgreSQL send store carried.
+
+    A group not yet full waits for the batch's end instead of ``GROUP_WAIT_SECONDS``, so
+    what goes together depends on the outcomes, not on how busy the machine is.
+    """
+    monkeypatch.setattr(record_queue, "GROUP_WAIT_SECONDS", 60.0)
     sizes: list[int] = []
     record_all = PostgresSendStore.record_all
 

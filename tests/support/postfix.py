@@ -125,8 +125,14 @@ class PostfixInstance:
                 socket.create_connection(("127.0.0.1", self.port), timeout=2) as sock,
             ):
                 if sock.recv(512).startswith(b"220"):
-                    return self
+                    break
             time.sleep(0.2)
+        else:
+            self._fail_to_start(result)
+        self.wait_for_sessions_logged()
+        return self
+
+    def _fail_to_start(self, result: subprocess.CompletedProcess) -> None:
         self.stop()
         raise RuntimeError(
             f"Postfix did not start (rc={result.returncode}): {result.stderr}\n{self.log()[-2000:]}"
@@ -175,6 +181,21 @@ class PostfixInstance:
     def connections(self) -> int:
         """SMTP sessions the relay has seen so far."""
         return len(re.findall(r"postfix/smtpd\[\d+\]: connect from", self.log()))
+
+    def wait_for_sessions_logged(self, timeout_seconds: float = 10.0) -> None:
+        """Wait until at least one session is in the log and every one logged has ended.
+
+        smtpd logs a session's ``connect from`` line a moment after it accepts it, so
+        a count read just after ``start`` could miss its probe and blame it on the next
+        client."""
+        deadline = time.monotonic() + timeout_seconds
+        while time.monotonic() < deadline:
+            log = self.log()
+            connects = len(re.findall(r"postfix/smtpd\[\d+\]: connect from", log))
+            if connects and connects == len(re.findall(r"disconnect from", log)):
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"Postfix did not log its sessions' ends:\n{self.log()[-2000:]}")
 
     def last_session_summary(self, timeout_seconds: float = 10.0) -> str:
         """The command counts of the last session to end, once every session seen has
