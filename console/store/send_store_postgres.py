@@ -56,6 +56,7 @@ class PostgresSendStore:
         self._round_trips = RoundTrips()
         dialect = engine.dialect
         self._mark = s.prepared(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, dialect)
+        self._record_one = s.prepared(s.RECORD_IF_MOVED, dialect)
         self._record_batch = s.prepared(RECORD_BATCH_IF_MOVED, dialect)
         self._suppressed_now = s.prepared(SUPPRESSED_NOW, dialect)
         self._probe = s.prepared(PROBE, dialect)
@@ -70,8 +71,11 @@ class PostgresSendStore:
         return SUPPRESSED if await found.fetchone() is not None else SWEPT
 
     async def record_all(self, values: list[dict[str, Any]]) -> set[int]:
-        arrays = {name: [record[name] for record in values] for name, _ in COLUMNS}
-        cursor = await self._writer.run(self._record_batch, arrays, "records")
+        if len(values) == 1:  # its values as they are: adapting arrays costs more than the row
+            cursor = await self._writer.run(self._record_one, values[0], "record")
+        else:
+            arrays = {name: [record[name] for record in values] for name, _ in COLUMNS}
+            cursor = await self._writer.run(self._record_batch, arrays, "records")
         return {attempt_id for (attempt_id,) in await cursor.fetchall()}
 
     def follow_up(self) -> Connection:
