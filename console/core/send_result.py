@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from console.vocabulary import DATA_SENT, STAGES
+
+# What no database column stores: NUL, and the lone surrogates that stand for bytes a reply
+# had that were not UTF-8 (aiosmtplib decodes with ``surrogateescape``).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_TEXT_FIELDS = ("enhanced_status", "reply_text", "provider_message_id", "error", "error_type")
 
 
 def handed_over(stage: str) -> bool:
@@ -32,3 +38,11 @@ class SendResult:
     # True when the request carried an idempotency key the provider honours, so a
     # retry after an unknown outcome cannot produce a second message.
     idempotency_honoured: bool = False
+
+    def __post_init__(self) -> None:
+        """Whatever the relay or provider sent, the texts kept are ones the database stores
+        and a page shows: an unstorable character becomes U+FFFD."""
+        for name in _TEXT_FIELDS:
+            text = getattr(self, name)
+            if text and _UNSTORABLE.search(text):
+                setattr(self, name, _UNSTORABLE.sub("\ufffd", text))

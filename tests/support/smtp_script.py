@@ -87,7 +87,7 @@ class Script:
             raise ValueError("a script needs at least one behaviour")
         for behaviour in behaviours:
             if behaviour not in ("stall", "hangup", "rcpt:stall"):
-                _parse_code(behaviour.removeprefix("rcpt:"))
+                _parse_code(behaviour.removeprefix("rcpt:").removeprefix("latin1:"))
         with self._lock:
             self._rules[recipient.lower()] = behaviours
 
@@ -206,10 +206,12 @@ class ScriptedHandler:
             self._keep(received(message_id, recipient, "stall"))
             await asyncio.sleep(self.stall_seconds)
             return "250 2.0.0 Ok: too late"
+        latin1, behaviour = behaviour.startswith("latin1:"), behaviour.removeprefix("latin1:")
         code, text = _parse_code(behaviour)
         queue_id = self.next_queue_id() if code == 250 else None
         self._keep(received(message_id, recipient, str(code), queue_id))
-        return _reply(code, text, queue_id or "")
+        reply = _reply(code, text, queue_id or "")
+        return reply.encode("latin-1") if latin1 else reply
 
     def _keep(self, received: Received) -> None:
         with self._lock:

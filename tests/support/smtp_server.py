@@ -9,6 +9,8 @@ A behaviour is one string:
   never repeat across restarts);
 - ``"421"``, ``"450"``, ``"451"``, ``"452"``, ``"550"``, ``"553"``, ``"554"`` (or
   any ``"NNN optional text"``): answer that code after the body;
+- ``"latin1:250 2.0.0 Ok für dich"`` (any code and text): that reply after the body, its
+  text in Latin-1 bytes rather than UTF-8, as an old relay may answer;
 - ``"rcpt:550"`` (any code): refuse the recipient at RCPT TO;
 - ``"rcpt:stall"``: never answer RCPT TO (the client times out before DATA);
 - ``"stall"``: take the body, then answer nothing for ``stall_seconds``;
