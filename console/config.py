@@ -49,7 +49,7 @@ class Settings:
     database_url: str
     secret_key: str
     smtp_url: str = "smtp://127.0.0.1:1025"
-    smtp_connections: int = 1
+    smtp_connections: int = 4
     record_group: int | None = None  # None: 2 a connection with several, else 1
     smtp_timeout_seconds: float = 30.0
     smtp_ehlo_name: str | None = None  # None: the FQDN, else an address literal

@@ -37,6 +37,8 @@ def new_database(backend: str, request, tmp_path) -> str:
 
 
 def worker_environment(db_url: str, smtp_url: str, **extra: str) -> dict[str, str]:
+    """A ``console worker``'s variables: one SMTP connection (each send's stage is then
+    the only one in flight) and short timings, unless `extra` says otherwise."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLE_")}
     return {
         **environ,
@@ -48,6 +50,7 @@ def worker_environment(db_url: str, smtp_url: str, **extra: str) -> dict[str, st
         "CONSOLE_RETRY_BASE_SECONDS": "0.2",
         "CONSOLE_RETRY_FLOOR_SECONDS": "0",
         "CONSOLE_SMTP_TIMEOUT_SECONDS": "30",
+        "CONSOLE_SMTP_CONNECTIONS": "1",
         "CONSOLE_BATCH_SIZE": "10",
         "CONSOLE_LOG_LEVEL": "WARNING",
         **extra,

@@ -18,7 +18,8 @@ def claim_size(tmp_path, **environ: str) -> int:
 
 
 def test_unset_it_is_50_for_each_connection(tmp_path):
-    assert claim_size(tmp_path) == 50
+    assert claim_size(tmp_path) == 200, "four connections by default"
+    assert claim_size(tmp_path, CONSOLE_SMTP_CONNECTIONS="1") == 50
     assert claim_size(tmp_path, CONSOLE_SMTP_CONNECTIONS="4") == 200
 
 
