@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from console import wakeup
 from console.config import Settings, load_enqueue_settings
+from console.core.storable_text import unstorable
 from console.mail import catalog as mail_catalog
 from console.mail.catalog import TemplateCatalog
 from console.mail.header_checks import unsafe_character
@@ -36,7 +37,6 @@ MAX_REASON_LENGTH = 2000
 MAX_PARAMS_DEPTH = 32  # nesting of dicts and lists in params
 
 # No database stores these in text: NUL (PostgreSQL) and lone surrogates (any UTF-8 column).
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _WAKE_FLAG = "console.outbox.wake"
 _ENCODED_BREAK = re.compile(r"%0[ad]|=0[ad]|&#(?:x0*[ad]|0*1[03]);|\\[rn]", re.IGNORECASE)
 
@@ -116,7 +116,7 @@ def _check_recipient(to: Any) -> str:
 
 
 def _check_storable(label: str, text: str) -> None:
-    if _UNSTORABLE.search(text):
+    if unstorable(text):
         raise InvalidIntent(f"{label} holds a NUL or a lone surrogate, which cannot be stored")
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 
+from console.core.storable_text import storable
 from console.vocabulary import DATA_SENT, STAGES
 
-# What no database column stores: NUL, and the lone surrogates that stand for bytes a reply
-# had that were not UTF-8 (aiosmtplib decodes with ``surrogateescape``).
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# aiosmtplib decodes a reply with ``surrogateescape``: bytes that were not UTF-8 arrive as
+# lone surrogates, which no database column stores.
 _TEXT_FIELDS = ("enhanced_status", "reply_text", "provider_message_id", "error", "error_type")
 
 
@@ -44,5 +43,5 @@ class SendResult:
         and a page shows: an unstorable character becomes U+FFFD."""
         for name in _TEXT_FIELDS:
             text = getattr(self, name)
-            if text and _UNSTORABLE.search(text):
-                setattr(self, name, _UNSTORABLE.sub("\ufffd", text))
+            if text:
+                setattr(self, name, storable(text))

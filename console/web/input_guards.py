@@ -12,12 +12,12 @@
 from __future__ import annotations
 
 import logging
-import re
 
 from flask import Flask, request
 from sqlalchemy import exc as sa_exc
 from werkzeug.routing import IntegerConverter, ValidationError
 
+from console.core.storable_text import unstorable
 from console.core.whole_numbers import ASCII_DIGITS, MAX_BIGINT, whole_number
 from console.web.busy import answer
 from console.web.extensions import db
@@ -25,7 +25,6 @@ from console.web.extensions import db
 log = logging.getLogger(__name__)
 
 MAX_ROUTE_INT = MAX_BIGINT
-_UNREADABLE = re.compile("[\x00\ud800-\udfff]")
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
@@ -43,7 +42,7 @@ class BoundedIntConverter(IntegerConverter):
 
 def unreadable(text: str) -> bool:
     """Whether `text` holds a NUL or a lone surrogate."""
-    return _UNREADABLE.search(text) is not None
+    return unstorable(text)
 
 
 def _refuse_unreadable_text():
