@@ -1,10 +1,10 @@
-"""The send loop's writes behind one interface, whatever the database: the ``data_sent`` mark
-and the records of finished attempts.
+"""The send loop's database work behind one interface, whatever the database: the claim's and
+the housekeeping's transactions, the ``data_sent`` mark and the records of finished attempts.
 
 The database is chosen once (``send_store_for``); the worker then only awaits what a
-``SendStore`` offers. ``send_store_sqlite`` writes in the event loop's thread on one
-connection (SQLite is a file: no round trip to wait for). ``send_store_postgres`` awaits
-psycopg's own async connection, so the other sends go on while PostgreSQL answers.
+``SendStore`` offers. ``send_store_sqlite`` works in the event loop's thread (SQLite is a
+file: no round trip to wait for). ``send_store_postgres`` awaits psycopg's own async
+connection, so the other sends go on while PostgreSQL answers.
 
 Both keep the same promises: the mark commits before it returns and is refused when the
 recipient is suppressed or the attempt was swept; each record is a compare-and-set on its
@@ -14,9 +14,13 @@ intent's lease token, so a stale worker changes nothing.
 from __future__ import annotations
 
 import collections
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.orm import Session
+
+T = TypeVar("T")
 
 SUPPRESSED, SWEPT = "suppressed", "swept"  # why a mark was refused
 # The round trips the database's distance is judged by (one timed between batches): the
@@ -28,10 +32,16 @@ FAR_ROUND_TRIP_SECONDS = 0.0005
 
 
 class SendStore(Protocol):
-    """What the send loop writes between a claim and the next one."""
+    """What the send loop asks of the database: its transactions, the marks, the records."""
 
     group_size: int  # the most records one ``record_all`` carries
     claims_ahead: bool  # the next batch may be claimed while one is sent
+
+    async def in_transaction(self, work: Callable[[Session], T]) -> T:
+        """Run `work` with a session of its own and return what it returns; the session
+        is closed after it, rolling back what `work` did not commit. The claim, the
+        give-back and the housekeeping run here (their steps, and the application's
+        eligibility checks, take a ``Session``)."""
 
     async def mark(self, attempt_id: int, recipient: str) -> str | None:
         """Commit that the body of `attempt_id` is about to leave: None; or, nothing marked,

@@ -1,12 +1,17 @@
-"""The send store on PostgreSQL: the mark and the records awaited on psycopg's own async
-connection, the event loop sending meanwhile.
+"""The send store on PostgreSQL: every statement awaited on psycopg's own async connections,
+the event loop sending meanwhile.
 
-One ``psycopg.AsyncConnection`` in autocommit mode (one statement, one commit) for the
-worker's marks and records: psycopg reads its socket when it is readable, runs one
-statement at a time on it (``AsyncConnection.lock``) and prepares each statement on first
-use (``prepare=True``). The SQL is SQLAlchemy's own compilation of the Core statements,
-with its bind processors applied (``statements.Prepared``); psycopg adapts the values,
-lists as arrays.
+The claim, the give-back and the housekeeping run through SQLAlchemy's asyncio engine on
+psycopg's async connection (``in_transaction``): their steps are written against a
+``Session`` (so is the application's eligibility check), and ``AsyncSession.run_sync``
+runs them as they are, each statement awaited rather than blocking the loop. The marks
+and records, a few statements a message, skip the engine's layers:
+
+one ``psycopg.AsyncConnection`` in autocommit mode (one statement, one commit).
+psycopg reads its socket when it is readable, runs one statement at a time on it
+(``AsyncConnection.lock``) and prepares each statement on first use (``prepare=True``).
+The SQL is SQLAlchemy's own compilation of the Core statements, with its bind
+processors applied (``statements.Prepared``); psycopg adapts the values, lists as arrays.
 
 A statement has a deadline (``STATEMENT_SECONDS``): past it psycopg cancels the statement
 in the server and the send fails before its body. A mark whose sender was cancelled may
@@ -18,18 +23,21 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 from sqlalchemy import Connection, Engine, String, any_, bindparam, literal, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.orm import Session
 
 from console.store import records, suppressions
 from console.store import statements as s
-from console.store.database import CONNECT_TIMEOUT_SECONDS
+from console.store.database import CONNECT_TIMEOUT_SECONDS, read_json
 from console.store.records import COLUMNS, RECORD_BATCH_IF_MOVED
-from console.store.send_store import SUPPRESSED, SWEPT, RoundTrips
+from console.store.send_store import SUPPRESSED, SWEPT, RoundTrips, T
 
 # How long a mark or a record may take before it is cancelled and fails.
 STATEMENT_SECONDS = 30.0
@@ -44,7 +52,8 @@ SUPPRESSED_NOW = (
 
 
 class PostgresSendStore:
-    """``SendStore`` on PostgreSQL: marks and records awaited on one async connection."""
+    """``SendStore`` on PostgreSQL: transactions on the asyncio engine's pool, marks and
+    records on one async connection of their own."""
 
     claims_ahead = True  # far away, the next claim overlaps the end of a batch
 
@@ -52,6 +61,8 @@ class PostgresSendStore:
         self._engine = engine
         self.group_size = max(1, group_size)
         self._writer = AsyncWriter(engine)
+        self._async_engine = asyncio_engine(engine)
+        self._sessions = async_sessionmaker(self._async_engine, expire_on_commit=False)
         self._follow_up: Connection | None = None
         self._round_trips = RoundTrips()
         dialect = engine.dialect
@@ -60,6 +71,10 @@ class PostgresSendStore:
         self._record_batch = s.prepared(RECORD_BATCH_IF_MOVED, dialect)
         self._suppressed_now = s.prepared(SUPPRESSED_NOW, dialect)
         self._probe = s.prepared(PROBE, dialect)
+
+    async def in_transaction(self, work: Callable[[Session], T]) -> T:
+        async with self._sessions() as session:
+            return await session.run_sync(work)
 
     async def mark(self, attempt_id: int, recipient: str) -> str | None:
         forms = suppressions.recipient_forms(recipient)
@@ -108,6 +123,7 @@ class PostgresSendStore:
     async def close(self) -> None:
         self._close_follow_up()
         await self._writer.forget()
+        await self._async_engine.dispose()
 
     def _close_follow_up(self) -> None:
         if self._follow_up is not None:
@@ -162,9 +178,28 @@ class AsyncWriter:
             await connection.close()
 
     def _connect_arguments(self) -> dict[str, Any]:
-        _, arguments = self._engine.dialect.create_connect_args(self._engine.url)
-        arguments.setdefault("connect_timeout", CONNECT_TIMEOUT_SECONDS)
-        return arguments
+        return connect_arguments(self._engine)
+
+
+def connect_arguments(engine: Engine) -> dict[str, Any]:
+    """What `engine` connects with (host, database, user, its options), as psycopg takes it."""
+    _, arguments = engine.dialect.create_connect_args(engine.url)
+    arguments.setdefault("connect_timeout", CONNECT_TIMEOUT_SECONDS)
+    return arguments
+
+
+def asyncio_engine(engine: Engine) -> AsyncEngine:
+    """SQLAlchemy's asyncio engine on the database of `engine`, connecting as it does."""
+    arguments = connect_arguments(engine)
+    return create_async_engine(
+        engine.url.set(drivername="postgresql+psycopg"),
+        async_creator=lambda: psycopg.AsyncConnection.connect(**arguments),
+        pool_pre_ping=True,
+        pool_size=2,  # the tick's transaction and a claim ahead
+        max_overflow=2,
+        hide_parameters=True,
+        json_deserializer=read_json,
+    )
 
 
 def _as_sqlalchemy_error(label: str, error: Exception) -> DBAPIError:

@@ -1,5 +1,6 @@
-"""The send store on SQLite: the mark and the records in the event loop's thread, on one
-connection kept for the batch.
+"""The send store on SQLite: the claim's and the housekeeping's transactions, the mark and
+the records, all in the event loop's thread; the marks and records on one connection kept
+for the batch.
 
 SQLite is a file in this process: a write is local work, not a round trip, and a thread
 would only contend for the GIL with the event loop. The worker posts each record while the
@@ -8,12 +9,15 @@ sender waits for the relay's next reply, so the record fills that wait.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.orm import Session
 
 from console.store import records, suppressions
-from console.store.send_store import SUPPRESSED, SWEPT
+from console.store.database import make_session_factory
+from console.store.send_store import SUPPRESSED, SWEPT, T
 
 
 class SqliteSendStore:
@@ -24,12 +28,17 @@ class SqliteSendStore:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._sessions = make_session_factory(engine)
         self._connection: Connection | None = None
 
     def _writer(self) -> Connection:
         if self._connection is None or self._connection.closed:
             self._connection = records.writer(self._engine)
         return self._connection
+
+    async def in_transaction(self, work: Callable[[Session], T]) -> T:
+        with self._sessions() as session:
+            return work(session)
 
     async def mark(self, attempt_id: int, recipient: str) -> str | None:
         connection = self._writer()

@@ -1,5 +1,8 @@
 """T1 of a tick: the protections' limits, a bounded batch locked, screened, leased; one commit.
 
+Each of its transactions is awaited on the send store (``SendStore.in_transaction``): on
+PostgreSQL the sends in flight go on while it waits for the database.
+
 Also what a batch claimed ahead (``claim_ahead``) goes through at the start of its tick:
 the breakers read again, what a lane may no longer send given back, and the critical
 intents due since then claimed beside it.
@@ -11,10 +14,10 @@ import collections
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from sqlalchemy import Connection
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from console.core.lifecycle import Decision
 from console.store import claims, send_guards
@@ -35,13 +38,17 @@ class ClaimedBatch:
     waiting_for_tokens: bool = False  # the send rate's bucket was empty
 
 
+InTransaction = Callable[[Callable[[Session], Any]], Awaitable[Any]]
+
+
 class BatchClaimer:
-    """Claims batches for one worker; ``claim`` is safe to run in another thread, one at a
-    time, when `guarded` is False (the guard's memory then stays the event loop's)."""
+    """Claims batches for one worker, each in a transaction of `in_transaction` (the send
+    store's). A claim with `guarded` False (a claim ahead) leaves the guard alone, so it
+    may overlap the sends of the batch before it."""
 
     def __init__(
         self,
-        session_factory: sessionmaker[Session],
+        in_transaction: InTransaction,
         settings: WorkerSettings,
         decisions: SendDecisions,
         clock: Callable[[], dt.datetime],
@@ -49,7 +56,7 @@ class BatchClaimer:
         guard: SendGuard | None,
         budget: SendBudget | None,
     ) -> None:
-        self.session_factory = session_factory
+        self._in_transaction = in_transaction
         self.settings = settings
         self.decisions = decisions
         self.clock = clock
@@ -58,34 +65,33 @@ class BatchClaimer:
         self.budget = budget
         self.claim_seconds: float | None = None  # the last claim's, wall clock
 
-    def claim(self, now: dt.datetime, *, guarded: bool = True) -> ClaimedBatch:
+    async def claim(self, now: dt.datetime, *, guarded: bool = True) -> ClaimedBatch:
         """Lock due intents, screen each, close those not to send, lease the rest; commit.
         (``claim_seconds`` keeps how long it took.)"""
         started = time.monotonic()
         try:
-            return self._claim(now, guarded)
+            return await self._in_transaction(lambda session: self._claim(session, now, guarded))
         finally:
             self.claim_seconds = time.monotonic() - started
 
-    def _claim(self, now: dt.datetime, guarded: bool) -> ClaimedBatch:
+    def _claim(self, session: Session, now: dt.datetime, guarded: bool) -> ClaimedBatch:
         batch_size = self.settings.batch_size
         granted = None
-        with self.session_factory() as session:
-            lane_limits = None
-            if self.guard and guarded:  # lanes paused by their circuit breaker, or probing
-                lane_limits = self.guard.lane_limits(session, now, batch_size)
-            limits = claims.lane_limits_within(batch_size, lane_limits)
-            if self.budget:  # the shared rate and quota: critical takes tokens first
-                limits, granted = self.budget.lane_limits(session, now, limits, batch_size)
-                batch_size = granted.batch_limit(batch_size)
-            batch = self._lease_due(session, now, batch_size, limits)
-            leased = batch.leased
-            if granted is not None:
-                lanes = collections.Counter(claim.intent.lane for claim in leased)
-                self.budget.settle(session, now, granted, lanes)
-            session.commit()
-            if self.guard and guarded:
-                self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
+        lane_limits = None
+        if self.guard and guarded:  # lanes paused by their circuit breaker, or probing
+            lane_limits = self.guard.lane_limits(session, now, batch_size)
+        limits = claims.lane_limits_within(batch_size, lane_limits)
+        if self.budget:  # the shared rate and quota: critical takes tokens first
+            limits, granted = self.budget.lane_limits(session, now, limits, batch_size)
+            batch_size = granted.batch_limit(batch_size)
+        batch = self._lease_due(session, now, batch_size, limits)
+        leased = batch.leased
+        if granted is not None:
+            lanes = collections.Counter(claim.intent.lane for claim in leased)
+            self.budget.settle(session, now, granted, lanes)
+        session.commit()
+        if self.guard and guarded:
+            self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
         return dataclasses.replace(batch, waiting_for_tokens=batch_size == 0)
 
     def _lease_due(
@@ -113,7 +119,7 @@ class BatchClaimer:
                 not_sent.append((intent, decision))
         return to_send, not_sent
 
-    def give_back(
+    async def give_back(
         self,
         unsent: list[claims.Claim],
         held_back: list[tuple[claims.Claim, dt.datetime]],
@@ -123,75 +129,80 @@ class BatchClaimer:
         its end), without counting an attempt; commit. Return how many went back."""
         if not unsent and not held_back:
             return 0
-        with self.session_factory() as session:
-            released = claims.release(session, unsent, now)
-            for claim, until in held_back:
-                released += claims.release(session, [claim], now, due_at=until)
-            session.commit()
+        return await self._in_transaction(
+            lambda session: self._give_back(session, unsent, held_back, now)
+        )
+
+    def _give_back(self, session: Session, unsent, held_back, now: dt.datetime) -> int:
+        released = claims.release(session, unsent, now)
+        for claim, until in held_back:
+            released += claims.release(session, [claim], now, due_at=until)
+        session.commit()
         return released
 
-    def claim_beside(self, ahead: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
-        """A batch claimed ahead, at the start of its tick: what expired or became
-        ineligible since its claim given back (``_rescreen``); the rest sent as it is when
-        every breaker is closed and no critical intent is due (two reads, no transaction),
-        else ``_claim_beside``. Returns the batch and how many intents went back."""
-        ahead, screened_out = self._rescreen(ahead, now)
-        batch, released = self._claim_beside_screened(ahead, now)
+    async def claim_beside(self, ahead: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
+        """A batch claimed ahead, at the start of its tick, in one transaction: what
+        expired or became ineligible since its claim given back (``_rescreen``); the rest
+        sent as it is when every breaker is closed and no critical intent is due (two
+        reads), else ``_claim_beside``. Returns the batch and how many intents went back."""
+        return await self._in_transaction(lambda session: self._beside(session, ahead, now))
+
+    def _beside(
+        self, session: Session, ahead: ClaimedBatch, now: dt.datetime
+    ) -> tuple[ClaimedBatch, int]:
+        ahead, screened_out = self._rescreen(session, ahead, now)
+        if not claims.critical_due(session.connection(), now) and (
+            not self.guard or self.guard.all_closed(send_guards.read_breakers(session))
+        ):
+            session.commit()
+            return ahead, screened_out
+        batch, released = self._claim_beside(session, ahead, now)
         return batch, released + screened_out
 
-    def _rescreen(self, ahead: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
+    def _rescreen(
+        self, session: Session, ahead: ClaimedBatch, now: dt.datetime
+    ) -> tuple[ClaimedBatch, int]:
         """Expiry and the application's eligibility check, read again at the batch's own
         tick: an intent that fails them now goes back uncounted, due now, and the next
         claim closes it as a claim does (expired, ineligible). Suppression is the mark's."""
         kept, stale = [], []
-        with self.session_factory() as session:  # no connection unless a check queries
-            for claim in ahead.leased:
-                decision = self.decisions.at_claim(claim.intent, False, session, now)
-                (kept if decision is None else stale).append(claim)
+        for claim in ahead.leased:
+            decision = self.decisions.at_claim(claim.intent, False, session, now)
+            (kept if decision is None else stale).append(claim)
         if not stale:
             return ahead, 0
-        released = self.give_back(stale, [], now)
+        released = claims.release(session, stale, now)
         return dataclasses.replace(ahead, leased=kept), released
 
-    def _claim_beside_screened(
-        self, ahead: ClaimedBatch, now: dt.datetime
-    ) -> tuple[ClaimedBatch, int]:
-        with self.session_factory.kw["bind"].connect() as connection:
-            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
-            if claims.critical_due(connection, now):
-                return self._claim_beside(ahead, now)
-            if not self.guard:
-                return ahead, 0
-            with Session(connection) as session:
-                if self.guard.all_closed(send_guards.read_breakers(session)):
-                    return ahead, 0
-        return self._claim_beside(ahead, now)
-
-    def claim_critical(self, now: dt.datetime, reader: Connection) -> ClaimedBatch | None:
+    async def claim_critical(self, now: dt.datetime) -> ClaimedBatch | None:
         """The critical intents due at `now`, claimed as the start of a tick claims them
         beside a batch claimed ahead (the breakers read, the critical lane only); None
-        when none is due (one read on `reader`, an autocommit connection)."""
-        if not claims.critical_due(reader, now):
-            return None
-        return self._claim_beside(ClaimedBatch([], []), now)[0]
+        when none is due (one read)."""
+        return await self._in_transaction(lambda session: self._critical(session, now))
 
-    def _claim_beside(self, ahead: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
+    def _critical(self, session: Session, now: dt.datetime) -> ClaimedBatch | None:
+        if not claims.critical_due(session.connection(), now):
+            return None
+        return self._claim_beside(session, ClaimedBatch([], []), now)[0]
+
+    def _claim_beside(
+        self, session: Session, ahead: ClaimedBatch, now: dt.datetime
+    ) -> tuple[ClaimedBatch, int]:
         """A batch claimed ahead, at the start of its tick: the breakers read as a claim reads
         them; the intents of a lane that may no longer send a full batch given back (no
         attempt counted); critical intents due since the claim ahead claimed now and put
         first. Commit; return the batch to send and how many intents went back."""
         batch_size = self.settings.batch_size
-        with self.session_factory() as session:
-            lane_limits = self.guard.lane_limits(session, now, batch_size) if self.guard else None
-            limits = claims.lane_limits_within(batch_size, lane_limits)
-            full = {lane for lane, limit in limits.items() if limit >= batch_size}
-            kept = [claim for claim in ahead.leased if claim.intent.lane in full]
-            unwelcome = [claim for claim in ahead.leased if claim.intent.lane not in full]
-            released = claims.release(session, unwelcome, now)
-            critical_only = {lane: limits[lane] if lane == CRITICAL else 0 for lane in LANES}
-            critical = self._lease_due(session, now, batch_size, critical_only)
-            session.commit()
-            leased = sorted(kept + critical.leased, key=lambda c: c.intent.lane != CRITICAL)
-            if self.guard:
-                self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
+        lane_limits = self.guard.lane_limits(session, now, batch_size) if self.guard else None
+        limits = claims.lane_limits_within(batch_size, lane_limits)
+        full = {lane for lane, limit in limits.items() if limit >= batch_size}
+        kept = [claim for claim in ahead.leased if claim.intent.lane in full]
+        unwelcome = [claim for claim in ahead.leased if claim.intent.lane not in full]
+        released = claims.release(session, unwelcome, now)
+        critical_only = {lane: limits[lane] if lane == CRITICAL else 0 for lane in LANES}
+        critical = self._lease_due(session, now, batch_size, critical_only)
+        session.commit()
+        leased = sorted(kept + critical.leased, key=lambda c: c.intent.lane != CRITICAL)
+        if self.guard:
+            self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
         return ClaimedBatch(leased, critical.not_sent + ahead.not_sent), released

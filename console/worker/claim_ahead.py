@@ -2,13 +2,12 @@
 
 Between two batches the worker's connections wait for the next claim. To a
 database across a network a claim is several round trips, a large share of a
-batch's time, so there the next claim runs in a thread of its own while the
+batch's time, so there the next claim is awaited in a task of its own while the
 batch's last emails go, and the next tick takes that batch instead of claiming.
 It starts once the emails still waiting would take about as long to go as the
-last claim took. Only where the marks and records already run in threads (on
-PostgreSQL further than ``threads.INLINE_ROUND_TRIP_SECONDS``): next door
-the thread competed with the sends for the interpreter and cost more than it
-saved (docs/benchmarks.md).
+last claim took. Only on PostgreSQL, and only when its round trips say it is
+across a network (``SendStore.far``): next door the claim's work competed with
+the sends for the interpreter and cost more than it saved (docs/benchmarks.md).
 
 The claim ahead is the same T1, one batch earlier; nothing else changes:
 
@@ -30,7 +29,6 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 from console.worker.batch_claim import BatchClaimer, ClaimedBatch
 
@@ -38,13 +36,12 @@ log = logging.getLogger("console.worker.loop")
 
 
 class ClaimAhead:
-    """At most one claim running in its own thread, taken by the next tick."""
+    """At most one claim awaited in a task of its own, taken by the next tick."""
 
     def __init__(self, claimer: BatchClaimer, crash_if: Callable[[str], None]) -> None:
         self._claimer = claimer
         self._crash_if = crash_if
-        self._executor: ThreadPoolExecutor | None = None
-        self._running: asyncio.Future[ClaimedBatch] | None = None
+        self._running: asyncio.Task[ClaimedBatch] | None = None
 
     @property
     def running(self) -> bool:
@@ -60,20 +57,17 @@ class ClaimAhead:
             self.start(now)
 
     def start(self, now: dt.datetime) -> None:
-        """Claim the batch due at `now` in the thread; return at once."""
+        """Start the claim of the batch due at `now` in a task; return at once."""
         if self._running is not None:
             raise RuntimeError("a claim ahead is already running")
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-claim")
-        loop = asyncio.get_running_loop()
-        self._running = loop.run_in_executor(self._executor, self._claim, now)
+        self._running = asyncio.ensure_future(self._claim(now))
 
     async def take(self, now: dt.datetime) -> tuple[ClaimedBatch, int] | None:
         """The batch claimed ahead as its tick at `now` is to send it, and how many of its
         intents went back (``BatchClaimer.claim_beside``); None when none was started.
         The claim's error is raised here."""
         batch = await self._finished()
-        return None if batch is None else self._claimer.claim_beside(batch, now)
+        return None if batch is None else await self._claimer.claim_beside(batch, now)
 
     async def give_back(self, now: dt.datetime) -> tuple[ClaimedBatch, int] | None:
         """Give a batch claimed ahead back, no attempt counted (a stop, ``close``): the
@@ -88,22 +82,18 @@ class ClaimAhead:
         if batch is None:
             return None
         try:
-            return batch, self._claimer.give_back(batch.leased, [], now)
+            return batch, await self._claimer.give_back(batch.leased, [], now)
         except Exception:  # noqa: BLE001 - see above
             log.warning("could not give back the batch claimed ahead", exc_info=True)
             return batch, 0
-
-    def shutdown(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown()
 
     async def _finished(self) -> ClaimedBatch | None:
         running, self._running = self._running, None
         return None if running is None else await running
 
-    def _claim(self, now: dt.datetime) -> ClaimedBatch:
-        """In the thread: T1 without the guard's memory (the breakers are read again when
-        the batch's tick starts)."""
-        batch = self._claimer.claim(now, guarded=False)
+    async def _claim(self, now: dt.datetime) -> ClaimedBatch:
+        """T1 without the guard's memory (the breakers are read again when the batch's
+        tick starts)."""
+        batch = await self._claimer.claim(now, guarded=False)
         self._crash_if("claimed_ahead")
         return batch

@@ -4,12 +4,12 @@ A claim takes the critical lane first, but a login code enqueued while a batch i
 being sent waits for that batch to end. With the batch of several connections
 (``CONSOLE_BATCH_SIZE`` unset: 50 a connection) that is several times 50 bulk
 sends; so every ``CHECK_EVERY`` emails taken from a batch with more still waiting,
-the worker looks for due critical intents (one read, on a connection it keeps for
-the batch) and, when there are, claims them as a tick claims them beside a batch
-claimed ahead (the breakers read, the critical lane only; one short transaction)
-and sends them next. A login code then waits behind about 50 bulk sends whatever
-the batch size. A look that fails is logged and the batch goes on: the next claim
-takes the critical lane first anyway.
+the worker looks for due critical intents (one read) and, when there are, claims
+them in the same short transaction as a tick claims them beside a batch claimed
+ahead (the breakers read, the critical lane only) and sends them next. The other
+connections go on sending while it waits for the database. A login code then waits
+behind about 50 bulk sends whatever the batch size. A look that fails is logged and
+the batch goes on: the next claim takes the critical lane first anyway.
 
 Not with a send budget (its tokens are taken by the tick's claim, in order).
 """
@@ -20,8 +20,6 @@ import collections
 import datetime as dt
 import logging
 from collections.abc import Callable
-
-from sqlalchemy import Connection
 
 from console.store.claims import Claim
 from console.worker.batch_claim import BatchClaimer, ClaimedBatch
@@ -38,19 +36,12 @@ class CriticalCheck:
         self._claimer = claimer
         self._enabled = enabled
         self._taken = 0
-        self._reader: Connection | None = None  # autocommit, kept for the batch
 
     def start(self) -> None:
         """A batch begins."""
         self._taken = 0
 
-    def stop(self) -> None:
-        """The batch is over: its reading connection goes back to the pool."""
-        reader, self._reader = self._reader, None
-        if reader is not None:
-            reader.close()
-
-    def after_take(
+    async def after_take(
         self, waiting: collections.deque[Claim], clock: Callable[[], dt.datetime]
     ) -> ClaimedBatch | None:
         """An email was taken from the batch, `waiting` the rest of it: on every
@@ -61,17 +52,10 @@ class CriticalCheck:
         if not self._enabled or not waiting or self._taken % CHECK_EVERY:
             return None
         try:
-            batch = self._claimer.claim_critical(clock(), self._connection())
+            batch = await self._claimer.claim_critical(clock())
         except Exception:  # noqa: BLE001 - a bonus look: the next claim takes them first
             log.warning("could not look for critical intents during a batch", exc_info=True)
-            self.stop()  # a fresh connection for the next look
             return None
         if batch is not None:
             waiting.extendleft(reversed(batch.leased))
         return batch
-
-    def _connection(self) -> Connection:
-        if self._reader is None:
-            engine = self._claimer.session_factory.kw["bind"]
-            self._reader = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-        return self._reader

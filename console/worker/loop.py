@@ -98,7 +98,7 @@ class Worker:
         self.budget = budget  # the provider's rate and quota; None: unlimited, no statement
         self._crash_if = CrashPoint(crash_at)
         claimer_parts = (self.decisions, lambda: self.clock(), self.worker_id, self.guard)
-        self._claimer = BatchClaimer(session_factory, settings, *claimer_parts, budget)
+        self._claimer = BatchClaimer(self._store.in_transaction, settings, *claimer_parts, budget)
         # the next batch claimed while a full one ends (a database far away; see claim_ahead)
         self.claims_ahead = claim_ahead and self._store.claims_ahead and budget is None
         self.database_far = True  # until the marks are timed, the database may be far
@@ -159,7 +159,6 @@ class Worker:
             self._runner.run(self.transport.close())
             self._runner.run(self._store.close())
             self._runner.close()
-            self._ahead_claim.shutdown()
         if self._owned_engine is not None:
             self._owned_engine.dispose()
 
@@ -167,7 +166,7 @@ class Worker:
         """Heartbeat and sweep, then claim one batch, send it and record each outcome."""
         report = TickReport()
         instruments.record_tick()
-        self._housekeeping(now, report)
+        await self._housekeeping(now, report)
         if self.stopping:
             report.released += await self._give_back_claimed_ahead()
             return report
@@ -189,7 +188,7 @@ class Worker:
         """T1 (``BatchClaimer``), or the batch claimed ahead and still allowed to go."""
         taken = await self._ahead_claim.take(now)
         if taken is None:
-            batch = self._claimer.claim(now)
+            batch = await self._claimer.claim(now)
             self._waiting_for_tokens = batch.waiting_for_tokens
         else:
             batch, report.released = taken
@@ -201,7 +200,7 @@ class Worker:
         and nothing holds the worker back (see claim_ahead)."""
         full = leased >= self.settings.batch_size
         held_back = self.stopping or self._refused_lanes or self._ahead_claim.running
-        # next door the thread costs the sends more than it saves
+        # next door the claim ahead costs the sends more than it saves
         if self.claims_ahead and full and self.database_far and not held_back:
             self._ahead_claim.start_in_time(self.clock(), leased - waiting, waiting, began)
 
@@ -215,7 +214,7 @@ class Worker:
             log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
         return released
 
-    def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
+    async def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
         """Heartbeat, take back silent workers' leases, match early provider events; commit.
 
         At most once a `HOUSEKEEPING_SECONDS` (a worker draining a backlog ticks many times
@@ -225,12 +224,15 @@ class Worker:
         if last is not None and dt.timedelta(0) <= now - last < HOUSEKEEPING_INTERVAL:
             return
         self._housekept_at = now
-        with self.session_factory() as session:
-            swept = housekeeping(session, self.worker_id, self.started_at, self.decisions, now)
-            session.commit()
+        swept = await self._store.in_transaction(lambda session: self._housekeep(session, now))
         report.swept += len(swept)
         for lease, decision in swept:
             log_expired_lease(lease, decision)
+
+    def _housekeep(self, session: Session, now: dt.datetime) -> list:
+        swept = housekeeping(session, self.worker_id, self.started_at, self.decisions, now)
+        session.commit()
+        return swept
 
     async def _send_batch(self, leased: list[claims.Claim], report: TickReport) -> None:
         waiting, began = collections.deque(leased), time.monotonic()
@@ -240,7 +242,7 @@ class Worker:
         async def one_connection() -> None:
             while waiting and not self.stopping:
                 claim = waiting.popleft()
-                if (critical := self._critical.after_take(waiting, self.clock)) is not None:
+                if (critical := await self._critical.after_take(waiting, self.clock)) is not None:
                     report.claimed += len(critical.leased)  # due since the claim: next in line
                     report_not_sent(critical.not_sent, report)
                 self._claim_next_ahead(len(leased), len(waiting), began)
@@ -261,13 +263,12 @@ class Worker:
             await asyncio.gather(*(one_connection() for _ in range(lanes)))
         finally:
             self._ahead.stop()
-            self._critical.stop()
             try:
                 await self._records.drain()  # every record of the batch, in order
             finally:
                 await self._store.release()
             self._count_reconnects()
-        report.released += self._claimer.give_back(list(waiting), held_back, self.clock())
+        report.released += await self._claimer.give_back(list(waiting), held_back, self.clock())
 
     def _count_reconnects(self) -> None:
         """Add the connections the transport replaced since the last batch to /metrics."""

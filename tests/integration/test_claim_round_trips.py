@@ -34,12 +34,22 @@ def statements_of_a_claim(engine, claim) -> tuple[list[str], list[str]]:
     return statements, ends
 
 
+def transactions_engine(worker):
+    """The engine whose events the worker's transactions fire: on PostgreSQL its asyncio
+    engine's (``send_store_postgres``), on SQLite the worker's own."""
+    asyncio_engine = getattr(worker._store, "_async_engine", None)
+    if asyncio_engine is None:
+        return worker.session_factory.kw["bind"]
+    return asyncio_engine.sync_engine
+
+
 def test_a_claim_with_every_breaker_closed_is_one_transaction(session_factory, make_worker, clock):
     insert_bulk_backlog(session_factory, 5)
     worker = make_worker(MemoryTransport(), guard_policy=GuardPolicy())  # as in production
-    engine = session_factory.kw["bind"]
+    engine = transactions_engine(worker)
 
-    statements, ends = statements_of_a_claim(engine, lambda: worker._claimer.claim(clock()))
+    claim = lambda: worker._runner.run(worker._claimer.claim(clock()))  # noqa: E731
+    statements, ends = statements_of_a_claim(engine, claim)
 
     assert ends == ["COMMIT"], "the breakers' read ends no transaction of its own"
     if engine.dialect.name == "postgresql":
