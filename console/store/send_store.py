@@ -87,13 +87,14 @@ class RoundTrips:
         return self.fastest is None or self.fastest > FAR_ROUND_TRIP_SECONDS
 
 
-def send_store_for(engine: Engine, group_size: int = 1) -> SendStore:
+def send_store_for(engine: Engine, group_size: int = 1, connections: int = 1) -> SendStore:
     """The send store of `engine`'s database; `group_size`: the records one PostgreSQL
-    statement may carry (SQLite records one at a time)."""
+    statement may carry, `connections`: the most its marks and records may use at once
+    (SQLite records one at a time, on one connection)."""
     if engine.dialect.name == "postgresql":
         from console.store.send_store_postgres import PostgresSendStore  # psycopg: only here
 
-        return PostgresSendStore(engine, group_size)
+        return PostgresSendStore(engine, group_size, connections)
     from console.store.send_store_sqlite import SqliteSendStore
 
     return SqliteSendStore(engine)

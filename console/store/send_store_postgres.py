@@ -57,10 +57,10 @@ class PostgresSendStore:
 
     claims_ahead = True  # far away, the next claim overlaps the end of a batch
 
-    def __init__(self, engine: Engine, group_size: int) -> None:
+    def __init__(self, engine: Engine, group_size: int, connections: int = 1) -> None:
         self._engine = engine
         self.group_size = max(1, group_size)
-        self._writer = AsyncWriter(engine)
+        self._writer = AsyncWriter(engine, connections)
         self._async_engine = asyncio_engine(engine)
         self._sessions = async_sessionmaker(self._async_engine, expire_on_commit=False)
         self._follow_up: Connection | None = None
@@ -79,19 +79,19 @@ class PostgresSendStore:
     async def mark(self, attempt_id: int, recipient: str) -> str | None:
         forms = suppressions.recipient_forms(recipient)
         values = {"b_id": attempt_id, "b_address": forms[0], "b_address_hash": forms[-1]}
-        cursor = await self._writer.run(self._mark, values, "data_sent mark")
-        if cursor.rowcount == 1:
+        marked, _ = await self._writer.run(self._mark, values, "data_sent mark")
+        if marked == 1:
             return None
-        found = await self._writer.run(self._suppressed_now, {"b_forms": forms}, "lookup")
-        return SUPPRESSED if await found.fetchone() is not None else SWEPT
+        _, found = await self._writer.run(self._suppressed_now, {"b_forms": forms}, "lookup")
+        return SUPPRESSED if found else SWEPT
 
     async def record_all(self, values: list[dict[str, Any]]) -> set[int]:
         if len(values) == 1:  # its values as they are: adapting arrays costs more than the row
-            cursor = await self._writer.run(self._record_one, values[0], "record")
+            _, recorded = await self._writer.run(self._record_one, values[0], "record")
         else:
             arrays = {name: [record[name] for record in values] for name, _ in COLUMNS}
-            cursor = await self._writer.run(self._record_batch, arrays, "records")
-        return {attempt_id for (attempt_id,) in await cursor.fetchall()}
+            _, recorded = await self._writer.run(self._record_batch, arrays, "records")
+        return {attempt_id for (attempt_id,) in recorded}
 
     def follow_up(self) -> Connection:
         if self._follow_up is None or self._follow_up.closed:
@@ -132,53 +132,86 @@ class PostgresSendStore:
 
 
 class AsyncWriter:
-    """One psycopg ``AsyncConnection`` (autocommit), opened on first use and again after
-    an error; its statements run within ``STATEMENT_SECONDS``."""
+    """Up to `size` psycopg ``AsyncConnection`` (autocommit) for the marks and records: a
+    statement runs on an idle one, or on one opened for it while fewer than `size` are
+    open, or waits for one to come back; each within ``STATEMENT_SECONDS``. Far from the
+    database, each send's mark then waits for its own round trip, not behind the others'
+    marks and records. A connection that fails is closed; the next statement opens a
+    fresh one."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, size: int = 1) -> None:
         self._engine = engine
-        self._connection: psycopg.AsyncConnection | None = None
-        self._connecting: asyncio.Lock | None = None
+        self._size = max(1, size)
+        self._idle: list[psycopg.AsyncConnection] = []
+        self._busy: set[psycopg.AsyncConnection] = set()
+        self._retired: set[psycopg.AsyncConnection] = set()  # closed when they come back
+        self._opening = 0
+        self._changed = asyncio.Condition()
 
     async def run(
         self, prepared: s.Prepared, values: dict[str, Any], label: str
-    ) -> psycopg.AsyncCursor:
-        """Run `prepared` with `values`: its cursor, the statement committed; an error as
-        SQLAlchemy's (`label` names the statement), the connection closed."""
+    ) -> tuple[int, list[tuple]]:
+        """Run `prepared` with `values`, the statement committed: its row count and rows;
+        an error as SQLAlchemy's (`label` names the statement), its connection closed."""
         try:
-            connection = await self.connection()
+            connection = await self._take()
+        except (psycopg.Error, OSError, TimeoutError) as error:
+            raise _as_sqlalchemy_error(label, error) from error
+        try:
             async with asyncio.timeout(STATEMENT_SECONDS):
-                return await connection.execute(
+                cursor = await connection.execute(
                     prepared.sql, prepared.parameters(values), prepare=True
                 )
-        except (psycopg.Error, OSError, TimeoutError) as error:
-            await self.forget()
-            raise _as_sqlalchemy_error(label, error) from error
+                rows = await cursor.fetchall() if cursor.description else []
+        except BaseException as error:  # cancelled too: its state is not known
+            await self._give_back(connection, broken=True)
+            if isinstance(error, psycopg.Error | OSError | TimeoutError):
+                raise _as_sqlalchemy_error(label, error) from error
+            raise
+        await self._give_back(connection)
+        return cursor.rowcount, rows
 
     @property
     def is_open(self) -> bool:
-        return self._connection is not None and not self._connection.closed
+        return bool(self._idle or self._busy)
 
-    async def connection(self) -> psycopg.AsyncConnection:
-        if self._connection is not None and not self._connection.closed:
-            return self._connection
-        if self._connecting is None:
-            self._connecting = asyncio.Lock()
-        async with self._connecting:  # several sends may ask at once: one connection
-            if self._connection is None or self._connection.closed:
-                self._connection = await psycopg.AsyncConnection.connect(
-                    **self._connect_arguments(), autocommit=True
-                )
-        return self._connection
+    async def _take(self) -> psycopg.AsyncConnection:
+        async with self._changed:
+            while not self._idle and len(self._busy) + self._opening >= self._size:
+                await self._changed.wait()
+            if self._idle:
+                connection = self._idle.pop()
+                self._busy.add(connection)
+                return connection
+            self._opening += 1
+        try:
+            connection = await psycopg.AsyncConnection.connect(
+                **connect_arguments(self._engine), autocommit=True
+            )
+        finally:
+            async with self._changed:
+                self._opening -= 1
+                self._changed.notify()
+        self._busy.add(connection)
+        return connection
+
+    async def _give_back(self, connection: psycopg.AsyncConnection, broken=False) -> None:
+        self._busy.discard(connection)
+        if broken or connection.closed or connection in self._retired:
+            self._retired.discard(connection)
+            await connection.close()
+        else:
+            self._idle.append(connection)
+        async with self._changed:
+            self._changed.notify()
 
     async def forget(self) -> None:
-        """Close at once (a statement in flight fails); the next run opens a fresh one."""
-        connection, self._connection = self._connection, None
-        if connection is not None:
+        """Close every idle connection now and each busy one when its statement ends;
+        the next statements open fresh ones."""
+        idle, self._idle = self._idle, []
+        self._retired |= self._busy
+        for connection in idle:
             await connection.close()
-
-    def _connect_arguments(self) -> dict[str, Any]:
-        return connect_arguments(self._engine)
 
 
 def connect_arguments(engine: Engine) -> dict[str, Any]:

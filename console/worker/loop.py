@@ -84,7 +84,10 @@ class Worker:
     ) -> None:
         self.session_factory = session_factory
         engine = session_factory.kw["bind"]
-        self._store = send_store_for(engine, settings.records_per_statement)
+        # a connection for each sender's marks, one for the records
+        self._store = send_store_for(
+            engine, settings.records_per_statement, connections=settings.concurrency + 1
+        )
         self._records = RecordQueue(self._record_group, self._store.group_size)
         self.transport = transport
         self.settings = settings
