@@ -123,7 +123,12 @@ class SendGuard:
         A probe taken is committed at once; a plain read leaves the transaction open for
         the claim that follows (no commit and new begin between: two round trips fewer).
         """
-        previous, self.states = self.states, send_guards.read_breakers(session)
+        seen = dict(self.states)
+        stored = send_guards.read_breakers(session)
+        # on PostgreSQL the read is awaited while this worker's records go on: a breaker
+        # one of them moved meanwhile (written and committed first) is newer than the read
+        stored.update({lane: state for lane, state in self.states.items() if state != seen[lane]})
+        previous, self.states = seen, stored
         limits, probe_written = {}, False
         for lane, state in self.states.items():
             if state.state == CLOSED and previous[lane].state != CLOSED:

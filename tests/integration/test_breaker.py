@@ -8,6 +8,7 @@ import pytest
 
 from console.core import breaker
 from console.core.breaker import NORMAL, PAUSED, PROBE, BreakerPolicy, BreakerState, FailureWindow
+from console.store import send_guards
 from console.store.send_guards import read_breakers
 from console.vocabulary import CLOSED, HALF_OPEN, OPEN
 from console.worker.guard import GuardPolicy, SendGuard
@@ -164,6 +165,27 @@ def test_one_worker_trips_the_breaker_and_every_worker_pauses_the_lane(session_f
         assert second.lane_limits(session, seconds(1), 50) == {"critical": 50, "bulk": 0}
         fail(second, session, count=10, now=seconds(1))  # in-flight sends of a paused lane
         assert read_breakers(session)["bulk"].trips == 1
+
+
+def test_a_breaker_this_worker_opens_while_it_reads_the_breakers_pauses_that_claim(
+    session_factory, monkeypatch
+):
+    """A claim during a batch awaits its read of the breakers while the worker's records
+    go on: a lane one of them pauses meanwhile is paused for that claim too."""
+    guard = SendGuard(GUARD_POLICY, "w1")
+    read = send_guards.read_breakers
+
+    def read_while_a_record_trips(session):
+        found = read(session)  # the stored states, all closed
+        with session_factory() as other:  # meanwhile, a record of this worker trips bulk
+            fail(guard, other, count=5)
+        return found
+
+    with session_factory() as session:
+        assert guard.lane_limits(session, T0, 50) == {"critical": 50, "bulk": 50}
+        monkeypatch.setattr(send_guards, "read_breakers", read_while_a_record_trips)
+        assert guard.lane_limits(session, seconds(1), 50) == {"critical": 50, "bulk": 0}
+        assert guard.states["bulk"].state == OPEN
 
 
 def test_render_failures_do_not_count_towards_the_breaker(session_factory):
