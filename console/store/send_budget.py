@@ -31,8 +31,7 @@ from console.state_tables import SendBudget, SendCount
 # that follow are serialised too. The arithmetic is ``console.core.token_bucket``'s, written in SQL
 # (tests check they agree).
 #
-# Like the rest of the claim (``claims``), nothing here commits except the functions that take a
-# ``Connection`` (``halve_rate``), which are one unit of work each.
+# Like the rest of the claim (``claims``), nothing here commits: the caller does.
 
 BUCKET = "send"
 HOUR = 3600
@@ -144,7 +143,8 @@ def lock_budget(session: Session, now: float) -> None:
 
 
 def halve_rate(connection: Connection, now: float) -> bool:
-    """The provider throttled a send: halve the shared rate (at most once a second); commit."""
+    """The provider throttled a send: halve the shared rate (at most once a second); the
+    caller commits."""
     values = dict(
         name=BUCKET,
         now=now,
@@ -154,9 +154,7 @@ def halve_rate(connection: Connection, now: float) -> bool:
         step=tb.STEP_SECONDS,
         step_fraction=tb.STEP_FRACTION,
     )
-    halved = connection.execute(_halve_statement(_dialect(connection)), values).rowcount == 1
-    connection.commit()
-    return halved
+    return connection.execute(_halve_statement(_dialect(connection)), values).rowcount == 1
 
 
 def read_bucket(session: Session) -> tb.Bucket | None:

@@ -17,7 +17,7 @@ import collections
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 T = TypeVar("T")
@@ -39,9 +39,10 @@ class SendStore(Protocol):
 
     async def in_transaction(self, work: Callable[[Session], T]) -> T:
         """Run `work` with a session of its own and return what it returns; the session
-        is closed after it, rolling back what `work` did not commit. The claim, the
-        give-back and the housekeeping run here (their steps, and the application's
-        eligibility checks, take a ``Session``)."""
+        is closed after it, rolling back what `work` did not commit; it connects when
+        `work` first uses it. The claim, the give-back, the housekeeping and what follows
+        the records run here (their steps, and the application's eligibility checks,
+        take a ``Session``)."""
 
     async def mark(self, attempt_id: int, recipient: str) -> str | None:
         """Commit that the body of `attempt_id` is about to leave: None; or, nothing marked,
@@ -51,10 +52,6 @@ class SendStore(Protocol):
     async def record_all(self, values: list[dict[str, Any]]) -> set[int]:
         """Record the outcomes (``records.record_values`` each), each only while its lease
         holds; committed on return. The ids of the attempts recorded."""
-
-    def follow_up(self) -> Connection:
-        """A connection for what follows a record (a suppression, the breaker's state, an
-        alert): rare writes, in the event loop's thread."""
 
     @property
     def far(self) -> bool:

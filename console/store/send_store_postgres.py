@@ -27,14 +27,14 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
-from sqlalchemy import Connection, Engine, String, any_, bindparam, literal, select
+from sqlalchemy import Engine, String, any_, bindparam, literal, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import Session
 
-from console.store import records, suppressions
 from console.store import statements as s
+from console.store import suppressions
 from console.store.database import CONNECT_TIMEOUT_SECONDS, read_json
 from console.store.records import COLUMNS, RECORD_BATCH_IF_MOVED
 from console.store.send_store import SUPPRESSED, SWEPT, RoundTrips, T
@@ -63,7 +63,6 @@ class PostgresSendStore:
         self._writer = AsyncWriter(engine, connections)
         self._async_engine = asyncio_engine(engine)
         self._sessions = async_sessionmaker(self._async_engine, expire_on_commit=False)
-        self._follow_up: Connection | None = None
         self._round_trips = RoundTrips()
         dialect = engine.dialect
         self._mark = s.prepared(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, dialect)
@@ -93,24 +92,16 @@ class PostgresSendStore:
             _, recorded = await self._writer.run(self._record_batch, arrays, "records")
         return {attempt_id for (attempt_id,) in recorded}
 
-    def follow_up(self) -> Connection:
-        if self._follow_up is None or self._follow_up.closed:
-            self._follow_up = records.writer(self._engine)
-        return self._follow_up
-
     @property
     def far(self) -> bool:
         return self._round_trips.far
 
     async def forget_connections(self) -> None:
-        self._close_follow_up()
         await self._writer.forget()
 
     async def release(self) -> None:
-        """Between batches: the follow-up connection back to the pool; a round trip timed
-        on the async connection, nothing else in flight on it (no commit: the distance,
-        not the disk)."""
-        self._close_follow_up()
+        """Between batches: a round trip timed on the async connection, nothing else in
+        flight on it (no commit: the distance, not the disk)."""
         if not self._writer.is_open:
             return  # nothing written this batch: no connection opened just to time it
         started = time.perf_counter()
@@ -121,14 +112,8 @@ class PostgresSendStore:
         self._round_trips.note(time.perf_counter() - started)
 
     async def close(self) -> None:
-        self._close_follow_up()
         await self._writer.forget()
         await self._async_engine.dispose()
-
-    def _close_follow_up(self) -> None:
-        if self._follow_up is not None:
-            self._follow_up.close()
-            self._follow_up = None
 
 
 class AsyncWriter:
@@ -229,7 +214,7 @@ def asyncio_engine(engine: Engine) -> AsyncEngine:
         async_creator=lambda: psycopg.AsyncConnection.connect(**arguments),
         pool_pre_ping=True,
         pool_size=2,  # the tick's transaction and a claim ahead
-        max_overflow=2,
+        max_overflow=2,  # what follows the records, a look for critical mail
         hide_parameters=True,
         json_deserializer=read_json,
     )

@@ -60,9 +60,6 @@ class SqliteSendStore:
             self._close()
             raise
 
-    def follow_up(self) -> Connection:
-        return self._writer()
-
     @property
     def far(self) -> bool:
         return False

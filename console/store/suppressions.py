@@ -227,7 +227,7 @@ def suppress_refused_mailbox(
 ) -> bool:
     """Suppress a recipient the relay refused as unknown or disabled, naming the attempt.
 
-    One unit of work on a writer connection: commits. False when already suppressed.
+    The caller commits. False when already suppressed.
     """
     statement = (
         insert_for(connection.dialect.name)(Suppression)
@@ -242,6 +242,4 @@ def suppress_refused_mailbox(
         .on_conflict_do_nothing(index_elements=["recipient"])
         .returning(Suppression.id)
     )
-    added = connection.execute(statement).first() is not None
-    connection.commit()
-    return added
+    return connection.execute(statement).first() is not None

@@ -229,7 +229,7 @@ class SendGuard:
         self.probing.discard(lane)
         state = self.states[lane]
         settled = breaker.after_probe(state, outcome, self.policy.breaker, now, code)
-        if send_guards.write_breaker_state(session, lane, state, settled, now):
+        if self._write_breaker(session, lane, state, settled, now):
             self.states[lane] = settled
             self.windows[lane].clear()
         log.warning(
@@ -245,12 +245,11 @@ class SendGuard:
         self.probing.discard(lane)
         state = self.states[lane]
         opened = breaker.trip_now(state, self.policy.breaker, now)
-        if send_guards.write_breaker_state(session, lane, state, opened, now):
+        if self._write_breaker(session, lane, state, opened, now):
             self.states[lane] = opened
             self.windows[lane].clear()
         else:  # another worker moved it first: obey what is stored
             self.states[lane] = send_guards.read_breakers(session)[lane]
-        session.commit()
         log.error(
             "circuit breaker opened: the relay refused the session",
             extra={"lane": lane, "breaker_state": OPEN, "code": code},
@@ -267,7 +266,7 @@ class SendGuard:
         if opened is None:
             return
         window.clear()
-        if send_guards.write_breaker_state(session, lane, state, opened, now):
+        if self._write_breaker(session, lane, state, opened, now):
             self.states[lane] = opened
             log.error(
                 "circuit breaker opened: lane paused",
@@ -278,3 +277,15 @@ class SendGuard:
                     "retry_in_seconds": self.policy.breaker.pause_seconds(opened.trips),
                 },
             )
+
+    @staticmethod
+    def _write_breaker(
+        session: Session, lane: str, seen: BreakerState, new: BreakerState, now: dt.datetime
+    ) -> bool:
+        """Store `new` for `lane` if it still holds `seen`; committed before this worker's
+        memory shows it. On PostgreSQL a claim may read the breakers while this write
+        waits (both awaited on the event loop): a state in memory is then never newer
+        than what that claim's read can see (``lane_limits``)."""
+        written = send_guards.write_breaker_state(session, lane, seen, new, now)
+        session.commit()
+        return written

@@ -1,4 +1,4 @@
-"""T2 and what follows it, in the event loop's thread.
+"""T2 and what follows it.
 
 For each finished attempt: record the outcome (compare-and-set on the lease), put a
 mailbox the relay called unknown on the suppression list, feed the breaker and the
@@ -8,15 +8,15 @@ the alerts that name the relay's reply. A refusal of the session
 opens at once, the intent waits uncharged, an operator is told.
 
 The records themselves go to the send store (``store.send_store``); what follows them
-(the breaker's memory, the shared rate, suppressions, alerts) runs on the store's
-follow-up connection, one record at a time.
+(the breaker's memory, the shared rate, suppressions, alerts) runs in a transaction of
+the store's (``SendStore.in_transaction``), awaited like the records: on PostgreSQL the
+other sends go on while it waits for the database.
 """
 
 from __future__ import annotations
 
 import logging
 
-from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from console.core.blame import THROTTLING
@@ -55,101 +55,75 @@ class OutcomeWriter:
         A refused session is held instead, one at a time."""
         values = [_values(o) for o in outcomes if not o.classification.blames_session]
         recorded = await store.record_all(values) if values else set()
-        return self._after_all(store.follow_up(), outcomes, recorded)
+        return await store.in_transaction(
+            lambda session: self._after_all(session, outcomes, recorded)
+        )
 
     def _after_all(
-        self, connection: Connection, outcomes: list[FinishedAttempt], recorded: set[int]
+        self, session: Session, outcomes: list[FinishedAttempt], recorded: set[int]
     ) -> list[bool]:
         """After the records of `outcomes` (the attempt ids of those `recorded`): a refused
-        session held, what each recorded one calls for; for each, whether it was recorded."""
+        session held, what each recorded one calls for; for each, whether it was recorded.
+        `session` connects only when one of them writes (most write nothing)."""
         written = []
         for outcome in outcomes:
             if outcome.classification.blames_session:
-                written.append(self._hold_after_session_refusal(connection, outcome))
+                written.append(self._hold_after_session_refusal(session, outcome))
                 continue
             written.append(outcome.claim.attempt_id in recorded)
             if written[-1]:
-                self._after_recorded(connection, outcome)
+                self._after_recorded(session, outcome)
         return written
 
-    def _after_recorded(self, connection: Connection, outcome: FinishedAttempt) -> None:
-        """What a recorded outcome calls for beyond its record."""
+    def _after_recorded(self, session: Session, outcome: FinishedAttempt) -> None:
+        """What a recorded outcome calls for beyond its record; each write committed."""
         claim, result, classification = outcome.claim, outcome.result, outcome.classification
         throttled = classification.blamed == THROTTLING
         if throttled and self.budget:  # every worker slows down: the shared rate halves
-            self.budget.throttled(connection, outcome.now)
+            self.budget.throttled(session, outcome.now)
         if self.settings.suppress_refused_mailboxes and refuses_the_mailbox(result, classification):
             suppressions.suppress_refused_mailbox(
-                connection,
+                session.connection(),
                 recipient=claim.intent.recipient,
                 reply=f"{result.code} {result.reply_text or ''}".strip(),
                 attempt_id=claim.attempt_id,
                 now=outcome.now,
             )
-        with _SessionOnDemand(connection) as session:  # most outcomes write nothing more
-            if result.error_type == SMTPUTF8_NOT_OFFERED:
-                relay_alerts.raise_smtputf8_missing(session, relay=self.relay, now=outcome.now)
-                session.commit()
-            if self.guard:
-                self.guard.after_outcome(
-                    session,
-                    lane=claim.intent.lane,
-                    outcome=classification.outcome,
-                    code=result.code,
-                    reached_transport=result.stage != CLAIMED,
-                    now=outcome.now,
-                    deferral=outcome.deferral,
-                    message_level=classification.blamed == "message",
-                    throttled=throttled,
-                )
+            session.commit()
+        if result.error_type == SMTPUTF8_NOT_OFFERED:
+            relay_alerts.raise_smtputf8_missing(session, relay=self.relay, now=outcome.now)
+            session.commit()
+        if self.guard:
+            self.guard.after_outcome(
+                session,
+                lane=claim.intent.lane,
+                outcome=classification.outcome,
+                code=result.code,
+                reached_transport=result.stage != CLAIMED,
+                now=outcome.now,
+                deferral=outcome.deferral,
+                message_level=classification.blamed == "message",
+                throttled=throttled,
+            )
 
-    def _hold_after_session_refusal(self, connection: Connection, outcome: FinishedAttempt):
+    def _hold_after_session_refusal(self, session: Session, outcome: FinishedAttempt) -> bool:
         """Open the lane's breaker, give the intent back uncharged, raise the alert."""
         claim, result, now = outcome.claim, outcome.result, outcome.now
         lane = claim.intent.lane
         reply = f"{result.code} {result.reply_text or ''}".strip()
         due_at = outcome.decision.next_attempt_at or now
-        with Session(bind=connection) as session:
-            if self.guard:
-                due_at = max(due_at, self.guard.trip(session, lane, now, result.code))
-            released = records.release_refused(
-                session.connection(), claim, now, due_at, outcome.decision.reason or reply
-            )
-            relay_alerts.raise_relay_refused(
-                session, lane=lane, reply=reply, reason=outcome.classification.reason, now=now
-            )
-            session.commit()
+        if self.guard:
+            due_at = max(due_at, self.guard.trip(session, lane, now, result.code))
+        released = records.release_refused(
+            session.connection(), claim, now, due_at, outcome.decision.reason or reply
+        )
+        relay_alerts.raise_relay_refused(
+            session, lane=lane, reply=reply, reason=outcome.classification.reason, now=now
+        )
+        session.commit()
         return released
 
 
 def _values(outcome: FinishedAttempt) -> dict:
     o = outcome
     return records.record_values(o.claim, o.result, o.classification, o.decision, o.now)
-
-
-class _SessionOnDemand:
-    """A Session on `connection`, made only when first used; committing an unused one is free.
-
-    Most outcomes feed the breaker's window in memory and write nothing, so this saves
-    building and closing a Session for each of them.
-    """
-
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
-        self._session: Session | None = None
-
-    def __getattr__(self, name: str):
-        if self._session is None:
-            self._session = Session(bind=self._connection)
-        return getattr(self._session, name)
-
-    def commit(self) -> None:
-        if self._session is not None:
-            self._session.commit()
-
-    def __enter__(self) -> _SessionOnDemand:
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        if self._session is not None:
-            self._session.close()

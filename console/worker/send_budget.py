@@ -14,7 +14,6 @@ import datetime as dt
 import logging
 from collections.abc import Mapping
 
-from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from console.config import Settings
@@ -94,7 +93,11 @@ class SendBudget:
         if self.quota is not None:
             send_budget.count_sent(session, now.timestamp(), sum(leased_by_lane.values()))
 
-    def throttled(self, connection: Connection, now: dt.datetime) -> None:
+    def throttled(self, session: Session, now: dt.datetime) -> None:
         """The provider said we send too fast: halve the shared rate; commit."""
-        if self.rate is not None and send_budget.halve_rate(connection, now.timestamp()):
+        if self.rate is None:
+            return
+        halved = send_budget.halve_rate(session.connection(), now.timestamp())
+        session.commit()
+        if halved:
             log.warning("send rate halved: the provider throttled a send")

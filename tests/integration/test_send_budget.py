@@ -74,6 +74,7 @@ def test_the_statement_takes_what_the_core_computes(session_factory):
     with session_factory.kw["bind"].connect() as connection:
         assert send_budget.halve_rate(connection, 1004.0)
         assert not send_budget.halve_rate(connection, 1004.5), "at most once a second"
+        connection.commit()
     halved = tb.halve(bucket, 1004.0)
     for now in (1004.0, 1030.0, 1064.0, 1075.0, 1200.0):
         halved, taken = tb.take(RATE, halved, now, 100)
