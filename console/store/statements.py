@@ -325,8 +325,8 @@ class Prepared:
 
 
 def _cursor_of(info: dict, dbapi_connection: Any) -> Any:
-    """The connection's cursor for prepared statements, made once (a psycopg cursor costs
-    about 10 µs to make); ``info`` lives and dies with the DBAPI connection."""
+    """The connection's cursor for prepared statements, made once rather than for each
+    statement; ``info`` lives and dies with the DBAPI connection."""
     cursor = info.get(_CURSOR)
     if cursor is None or cursor.connection is not dbapi_connection or _closed(cursor):
         cursor = info[_CURSOR] = dbapi_connection.cursor()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sqlalchemy.orm import Session
 
@@ -38,6 +38,7 @@ from console.vocabulary import ACCEPTED, CLOSED, HALF_OPEN, LANES, OPEN
 from console.worker import instruments
 
 log = logging.getLogger(__name__)
+Write = Callable[[Session], None]  # a write after an outcome, committed on the session given
 
 
 def lane_pause_notices(
@@ -102,7 +103,7 @@ class GuardPolicy:
 class SendGuard:
     """One worker's view of the protections.
 
-    Call lane_limits() before each claim and after_outcome() after each recorded attempt.
+    Call lane_limits() before each claim and writes_after() after each recorded attempt.
     """
 
     def __init__(self, policy: GuardPolicy, worker_id: str) -> None:
@@ -186,9 +187,14 @@ class SendGuard:
             self.deferred_until[deferral.domain] = deferral.until
         return deferral
 
-    def after_outcome(
+    def after_outcome(self, session: Session, **outcome) -> None:
+        """Feed one recorded outcome to the breaker and store what that calls for at once
+        (``writes_after``, each write committed)."""
+        for write in self.writes_after(**outcome):
+            write(session)
+
+    def writes_after(
         self,
-        session: Session,
         *,
         lane: str,
         outcome: str,
@@ -198,44 +204,56 @@ class SendGuard:
         deferral: Deferral | None = None,
         message_level: bool = False,
         throttled: bool = False,
-    ) -> None:
-        """Feed one recorded outcome to the breaker, store the deferral it made; commit.
+    ) -> list[Write]:
+        """Feed one recorded outcome to the breaker (in memory, now); return the writes it
+        calls for, each taking a session and committing: the breaker moved, the domain
+        deferred. Most outcomes call for none, and then no transaction is needed.
 
         `message_level`: a refusal of this message alone, never the provider's failure;
         `throttled`: the provider limits our rate (the send budget slows down), not counted.
         """
+        writes = []
         if reached_transport:
             if lane in self.probing:
                 answered = message_level or throttled  # the relay answered
-                outcome = ACCEPTED if answered else outcome
-                self._settle_probe(session, lane, outcome, code, now)
+                writes.append(
+                    self._settle_probe(lane, ACCEPTED if answered else outcome, code, now)
+                )
             elif not throttled:
-                self._count_towards_breaker(session, lane, outcome, code, now, message_level)
+                writes.extend(self._count_towards_breaker(lane, outcome, code, now, message_level))
         if deferral is not None:
-            deferred = send_guards.defer_domain(session, deferral, code, now)
-            instruments.DOMAIN_DEFERRALS.inc()
-            log.warning(
-                "recipient domain deferred after a run of throttling replies",
-                extra={"recipient_domain": deferral.domain, "count": deferred, "code": code},
-            )
+            writes.append(lambda session: self._store_deferral(session, deferral, code, now))
+        return writes
+
+    def _store_deferral(self, session: Session, deferral: Deferral, code, now) -> None:
+        deferred = send_guards.defer_domain(session, deferral, code, now)
         session.commit()
+        instruments.DOMAIN_DEFERRALS.inc()
+        log.warning(
+            "recipient domain deferred after a run of throttling replies",
+            extra={"recipient_domain": deferral.domain, "count": deferred, "code": code},
+        )
 
     def deferral_of(self, recipient: str, now: dt.datetime) -> dt.datetime | None:
         """The end of a deferral this worker saw for the recipient's domain, if not over."""
         until = self.deferred_until.get(recipient_domain(recipient))
         return until if until is not None and until > now else None
 
-    def _settle_probe(self, session: Session, lane: str, outcome: str, code, now) -> None:
+    def _settle_probe(self, lane: str, outcome: str, code, now) -> Write:
         self.probing.discard(lane)
         state = self.states[lane]
         settled = breaker.after_probe(state, outcome, self.policy.breaker, now, code)
-        if self._write_breaker(session, lane, state, settled, now):
-            self.states[lane] = settled
-            self.windows[lane].clear()
         log.warning(
             "circuit breaker probe answered",
             extra={"lane": lane, "outcome": outcome, "breaker_state": settled.state},
         )
+
+        def store(session: Session) -> None:
+            if self._write_breaker(session, lane, state, settled, now):
+                self.states[lane] = settled
+                self.windows[lane].clear()
+
+        return store
 
     def trip(self, session: Session, lane: str, now: dt.datetime, code: int | None) -> dt.datetime:
         """Open the lane's breaker at once (the relay refused the session); commit.
@@ -257,26 +275,30 @@ class SendGuard:
         return self.states[lane].resume_at or opened.resume_at
 
     def _count_towards_breaker(
-        self, session: Session, lane: str, outcome: str, code, now, message_level=False
-    ):
+        self, lane: str, outcome: str, code, now, message_level=False
+    ) -> list[Write]:
         window = self.windows[lane]
         window.record(outcome, code, message_level)
         state = self.states[lane]
         opened = breaker.should_trip(state, window, self.policy.breaker, now)
         if opened is None:
-            return
+            return []
         window.clear()
-        if self._write_breaker(session, lane, state, opened, now):
-            self.states[lane] = opened
-            log.error(
-                "circuit breaker opened: lane paused",
-                extra={
-                    "lane": lane,
-                    "breaker_state": OPEN,
-                    "failure_rate": round(opened.failure_rate or 0, 3),
-                    "retry_in_seconds": self.policy.breaker.pause_seconds(opened.trips),
-                },
-            )
+
+        def store(session: Session) -> None:
+            if self._write_breaker(session, lane, state, opened, now):
+                self.states[lane] = opened
+                log.error(
+                    "circuit breaker opened: lane paused",
+                    extra={
+                        "lane": lane,
+                        "breaker_state": OPEN,
+                        "failure_rate": round(opened.failure_rate or 0, 3),
+                        "retry_in_seconds": self.policy.breaker.pause_seconds(opened.trips),
+                    },
+                )
+
+        return [store]
 
     @staticmethod
     def _write_breaker(

@@ -26,7 +26,7 @@ from console.store import records, suppressions
 from console.store.send_store import SendStore
 from console.vocabulary import CLAIMED
 from console.worker import relay_alerts
-from console.worker.guard import SendGuard
+from console.worker.guard import SendGuard, Write
 from console.worker.send_budget import SendBudget
 from console.worker.settings import WorkerSettings
 from console.worker.tick import FinishedAttempt
@@ -52,50 +52,36 @@ class OutcomeWriter:
     async def write_all(self, store: SendStore, outcomes: list[FinishedAttempt]) -> list[bool]:
         """Record `outcomes` on `store` (one statement on PostgreSQL), then what each recorded
         one calls for; for each, False when this worker's lease was lost (a stale write).
-        A refused session is held instead, one at a time."""
+        A refused session is held instead."""
         values = [_values(o) for o in outcomes if not o.classification.blames_session]
         recorded = await store.record_all(values) if values else set()
-        return await store.in_transaction(
-            lambda session: self._after_all(session, outcomes, recorded)
-        )
-
-    def _after_all(
-        self, session: Session, outcomes: list[FinishedAttempt], recorded: set[int]
-    ) -> list[bool]:
-        """After the records of `outcomes` (the attempt ids of those `recorded`): a refused
-        session held, what each recorded one calls for; for each, whether it was recorded.
-        `session` connects only when one of them writes (most write nothing)."""
-        written = []
+        released: set[int] = set()  # the refused sessions' intents given back
+        writes: list[Write] = []
         for outcome in outcomes:
             if outcome.classification.blames_session:
-                written.append(self._hold_after_session_refusal(session, outcome))
-                continue
-            written.append(outcome.claim.attempt_id in recorded)
-            if written[-1]:
-                self._after_recorded(session, outcome)
-        return written
+                writes.append(self._hold_after_session_refusal(outcome, released))
+            elif outcome.claim.attempt_id in recorded:
+                writes.extend(self._writes_after(outcome))
+        if writes:  # most outcomes call for none: no transaction then
+            await store.in_transaction(lambda session: _write_each(writes, session))
+        done = recorded | released
+        return [outcome.claim.attempt_id in done for outcome in outcomes]
 
-    def _after_recorded(self, session: Session, outcome: FinishedAttempt) -> None:
-        """What a recorded outcome calls for beyond its record; each write committed."""
+    def _writes_after(self, outcome: FinishedAttempt) -> list[Write]:
+        """What a recorded outcome calls for beyond its record: the breaker fed now, in
+        memory; the writes returned, each committing."""
         claim, result, classification = outcome.claim, outcome.result, outcome.classification
         throttled = classification.blamed == THROTTLING
-        if throttled and self.budget:  # every worker slows down: the shared rate halves
-            self.budget.throttled(session, outcome.now)
+        writes: list[Write] = []
+        if throttled and self.budget and self.budget.rate is not None:
+            # every worker slows down: the shared rate halves
+            writes.append(lambda session: self.budget.throttled(session, outcome.now))
         if self.settings.suppress_refused_mailboxes and refuses_the_mailbox(result, classification):
-            suppressions.suppress_refused_mailbox(
-                session.connection(),
-                recipient=claim.intent.recipient,
-                reply=f"{result.code} {result.reply_text or ''}".strip(),
-                attempt_id=claim.attempt_id,
-                now=outcome.now,
-            )
-            session.commit()
+            writes.append(lambda session: _suppress_refused_mailbox(session, outcome))
         if result.error_type == SMTPUTF8_NOT_OFFERED:
-            relay_alerts.raise_smtputf8_missing(session, relay=self.relay, now=outcome.now)
-            session.commit()
+            writes.append(lambda session: self._raise_smtputf8_missing(session, outcome.now))
         if self.guard:
-            self.guard.after_outcome(
-                session,
+            writes += self.guard.writes_after(
                 lane=claim.intent.lane,
                 outcome=classification.outcome,
                 code=result.code,
@@ -105,23 +91,49 @@ class OutcomeWriter:
                 message_level=classification.blamed == "message",
                 throttled=throttled,
             )
+        return writes
 
-    def _hold_after_session_refusal(self, session: Session, outcome: FinishedAttempt) -> bool:
-        """Open the lane's breaker, give the intent back uncharged, raise the alert."""
-        claim, result, now = outcome.claim, outcome.result, outcome.now
-        lane = claim.intent.lane
-        reply = f"{result.code} {result.reply_text or ''}".strip()
-        due_at = outcome.decision.next_attempt_at or now
-        if self.guard:
-            due_at = max(due_at, self.guard.trip(session, lane, now, result.code))
-        released = records.release_refused(
-            session.connection(), claim, now, due_at, outcome.decision.reason or reply
-        )
-        relay_alerts.raise_relay_refused(
-            session, lane=lane, reply=reply, reason=outcome.classification.reason, now=now
-        )
+    def _raise_smtputf8_missing(self, session: Session, now) -> None:
+        relay_alerts.raise_smtputf8_missing(session, relay=self.relay, now=now)
         session.commit()
-        return released
+
+    def _hold_after_session_refusal(self, outcome: FinishedAttempt, released: set[int]) -> Write:
+        """Open the lane's breaker, give the intent back uncharged (its attempt id then
+        into `released`), raise the alert."""
+
+        def hold(session: Session) -> None:
+            claim, result, now = outcome.claim, outcome.result, outcome.now
+            lane = claim.intent.lane
+            reply = f"{result.code} {result.reply_text or ''}".strip()
+            due_at = outcome.decision.next_attempt_at or now
+            if self.guard:
+                due_at = max(due_at, self.guard.trip(session, lane, now, result.code))
+            reason = outcome.decision.reason or reply
+            if records.release_refused(session.connection(), claim, now, due_at, reason):
+                released.add(claim.attempt_id)
+            relay_alerts.raise_relay_refused(
+                session, lane=lane, reply=reply, reason=outcome.classification.reason, now=now
+            )
+            session.commit()
+
+        return hold
+
+
+def _write_each(writes: list[Write], session: Session) -> None:
+    for write in writes:
+        write(session)
+
+
+def _suppress_refused_mailbox(session: Session, outcome: FinishedAttempt) -> None:
+    claim, result = outcome.claim, outcome.result
+    suppressions.suppress_refused_mailbox(
+        session.connection(),
+        recipient=claim.intent.recipient,
+        reply=f"{result.code} {result.reply_text or ''}".strip(),
+        attempt_id=claim.attempt_id,
+        now=outcome.now,
+    )
+    session.commit()
 
 
 def _values(outcome: FinishedAttempt) -> dict:

@@ -95,8 +95,6 @@ class SendBudget:
 
     def throttled(self, session: Session, now: dt.datetime) -> None:
         """The provider said we send too fast: halve the shared rate; commit."""
-        if self.rate is None:
-            return
         halved = send_budget.halve_rate(session.connection(), now.timestamp())
         session.commit()
         if halved:

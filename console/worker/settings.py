@@ -53,10 +53,10 @@ class WorkerSettings:
 
     @property
     def records_per_statement(self) -> int:
-        """The most records that wait for each other to go in one statement, next to
-        PostgreSQL (``store.threads``): ``record_group``, else 2 a connection when
-        the worker has several, else 1: with one connection a shared statement did not
-        pay for its wait and for the outcomes a kill loses (docs/benchmarks.md)."""
+        """The most records that wait for each other to go in one statement on PostgreSQL
+        (``store.send_store_postgres``): ``record_group``, else 2 a connection when the
+        worker has several, else 1: with one connection a shared statement did not pay
+        for its wait and for the outcomes a kill loses (docs/benchmarks.md)."""
         if self.record_group is not None:
             return self.record_group
         return 2 * self.concurrency if self.concurrency > 1 else 1
