@@ -7,10 +7,12 @@ the alerts that name the relay's reply. A refusal of the session
 (``Classification.blames_session``) is not recorded as an attempt: the lane's breaker
 opens at once, the intent waits uncharged, an operator is told.
 
-The records themselves go to the send store (``store.send_store``); what follows them
-(the breaker's memory, the shared rate, suppressions, alerts) runs in a transaction of
-the store's (``SendStore.in_transaction``), awaited like the records: on PostgreSQL the
-other sends go on while it waits for the database.
+The records themselves go to the send store (``store.send_store``). The breaker's window
+is fed in memory at once; what the outcomes call for writing (the breaker's state, the
+shared rate, suppressions, alerts) runs in one transaction of the store's
+(``SendStore.in_transaction``), awaited like the records, so on PostgreSQL the other
+sends go on while it waits for the database. Most outcomes call for no write, and then
+no transaction is opened.
 """
 
 from __future__ import annotations
