@@ -174,9 +174,12 @@ def serve_command(host: str, port: int) -> None:
     )
 
     signal.signal(signal.SIGTERM, _interrupt)
-    click.echo(f"console on http://{host}:{server.effective_port} (embedded worker running)")
     try:
+        click.echo(f"console on http://{host}:{server.effective_port} (embedded worker running)")
         server.run()  # returns on SIGINT or SIGTERM, once the requests in flight are served
+    except KeyboardInterrupt:
+        # the signal came before waitress's loop, which catches it from then on: a stop all the same
+        log.info("stopped before the web server's loop began")
     finally:
         log.info("stopping the console")
         server.close()
