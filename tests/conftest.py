@@ -109,16 +109,26 @@ SERIAL_TESTS = {
 
 
 def pytest_collection_modifyitems(items) -> None:
-    """Mark each PostgreSQL run of a test with `postgres`, so `-m "not postgres"` selects
-    the SQLite half (the fast loop) and the whole suite runs both; mark the tests of
-    ``SERIAL_FILES`` and ``SERIAL_TESTS`` `serial`."""
+    """Mark each PostgreSQL run of a test, and each test run only there, with `postgres`, so
+    `-m "not postgres"` selects the SQLite half (the fast loop) and the whole suite runs
+    both; mark the tests of ``SERIAL_FILES`` and ``SERIAL_TESTS`` `serial`."""
     for item in items:
         path = item.nodeid.split("::")[0]
         if path in SERIAL_FILES or item.nodeid.split("[")[0] in SERIAL_TESTS:
             item.add_marker(pytest.mark.serial)
-        callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("backend") == "postgresql":
+        if runs_on_postgres(item):
             item.add_marker(pytest.mark.postgres)
+
+
+POSTGRES_FIXTURES = {"postgres_url", "pg_cluster"}  # pg_far_port and the like need pg_cluster
+
+
+def runs_on_postgres(item) -> bool:
+    """Whether `item` is the PostgreSQL run of a test, or a test that only runs there."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("backend") == "postgresql":
+        return True
+    return bool(POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
 @pytest.fixture
