@@ -140,8 +140,14 @@ class Worker:
         return worker
 
     def run_once(self, now: dt.datetime | None = None) -> TickReport:
-        """Run one tick at `now` (default: the clock) and return what it did."""
-        return self._runner.run(self.tick(now or self.clock()))
+        """Run one tick at `now` (default: the clock) and return what it did; after a
+        failed tick (the database gone, say) the marks and records start on fresh
+        connections, not on ones the database may have dropped meanwhile."""
+        try:
+            return self._runner.run(self.tick(now or self.clock()))
+        except Exception:
+            self._runner.run(self._store.forget_connections())
+            raise
 
     def request_stop(self) -> None:
         """Finish the sends in flight, give back the rest of the batch, claim no more."""

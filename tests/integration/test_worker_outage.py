@@ -16,7 +16,7 @@ import time
 import pytest
 from sqlalchemy import func, select
 
-from console.models import Intent, utcnow
+from console.models import Attempt, Intent, utcnow
 from console.outbox import enqueue
 from console.store.database import make_engine, make_session_factory
 from console.transports.memory import MemoryTransport
@@ -91,6 +91,18 @@ def submitted(session_factory) -> int:
         return session.execute(query).scalar_one()
 
 
+def attempts_of(session_factory, key: str) -> list[str]:
+    """The outcomes of the attempts of the intent of `key`, oldest first."""
+    with session_factory() as session:
+        query = (
+            select(Attempt.outcome)
+            .join(Intent, Intent.id == Attempt.intent_id)
+            .where(Intent.idempotency_key == key)
+            .order_by(Attempt.id)
+        )
+        return list(session.scalars(query))
+
+
 @contextlib.contextmanager
 def standalone_loop(worker):
     wake = threading.Event()
@@ -137,6 +149,7 @@ def test_a_lost_database_is_one_line_going_and_one_coming_back(
             assert submitted(direct) == 1, "nothing sent while the database is away"
             switch.restore()
             wait_until(lambda: submitted(direct) == 2)
+        assert attempts_of(direct, "during") == ["accepted"], "sent on its first attempt once back"
     finally:
         engine.dispose()
         direct_engine.dispose()
