@@ -140,12 +140,10 @@ class Worker:
         return worker
 
     def run_once(self, now: dt.datetime | None = None) -> TickReport:
-        """Run one tick at `now` (default: the clock) and return what it did; after a
-        failed tick (the database gone, say) the marks and records start on fresh
-        connections, not on ones the database may have dropped meanwhile."""
+        """Run one tick at `now` (default: the clock) and return what it did."""
         try:
             return self._runner.run(self.tick(now or self.clock()))
-        except Exception:
+        except Exception:  # the database gone, say: no mark on a connection it dropped
             self._runner.run(self._store.forget_connections())
             raise
 
