@@ -4,8 +4,9 @@ SendGrid signs ``timestamp + raw body`` with ECDSA P-256 / SHA-256 and sends
 the base64 DER signature in ``X-Twilio-Email-Event-Webhook-Signature`` and
 the Unix time in ``X-Twilio-Email-Event-Webhook-Timestamp``; the verification
 key (Settings → Mail Settings → Signed Event Webhook) is base64 DER, or PEM.
-The timestamp must be within the tolerance, and a signature already used is
-a replay (``console.store.events``).
+The timestamp must be within the tolerance, and a request whose timestamp and
+body were already recorded is a replay (``console.store.events``), whatever
+the bytes of its signature: ECDSA's (r, s) and (r, n - s) both verify.
 
 One request carries a JSON array of events, each recorded once by its
 ``sg_event_id``:
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import re
 from typing import Any
@@ -114,6 +116,11 @@ def verify(
         )
     except (binascii.Error, ValueError, InvalidSignature):
         raise EventRejected("the signature does not verify", 401) from None
+
+
+def replay_key(timestamp: str, body: bytes) -> str:
+    """The key of a verified request: what was signed, never the signature itself."""
+    return f"{timestamp}.{hashlib.sha256(body).hexdigest()}"
 
 
 def parse_batch(body: bytes) -> list[ReportedEvent]:

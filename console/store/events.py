@@ -857,7 +857,7 @@ def inbound_since(session: Session, since: dt.datetime) -> tuple[int, dt.datetim
 #
 # A provider's signature carries a time, and a request older than the provider's window is refused
 # by its verifier. Within the window, the key of each request (Mailgun's token, Svix's id and time,
-# SendGrid's signature) is inserted in the same transaction as the request's events: a key already
+# SendGrid's time and body digest) is inserted in the same transaction as the request's events: a key already
 # there is a replay, whichever process or restart it reaches, and whatever body it carries. A
 # request refused or rolled back leaves no key, so the provider's retry of it is accepted. Only a
 # digest of the key is stored; each row is kept until its ``expires_at`` and then deleted by the

@@ -211,17 +211,17 @@ def receive_sendgrid():
     if not settings.sendgrid_public_key:
         return _not_configured("CONSOLE_SENDGRID_PUBLIC_KEY")
     body = _body(MAX_BATCH_BYTES)
-    signature = request.headers.get(sendgrid.SIGNATURE_HEADER)
+    timestamp = request.headers.get(sendgrid.TIMESTAMP_HEADER)
     sendgrid.verify(
         public_key=settings.sendgrid_public_key,
-        signature=signature,
-        timestamp=request.headers.get(sendgrid.TIMESTAMP_HEADER),
+        signature=request.headers.get(sendgrid.SIGNATURE_HEADER),
+        timestamp=timestamp,
         body=body,
         now_epoch_seconds=time.time(),
         tolerance_seconds=settings.webhook_tolerance_seconds,
     )
     window = settings.webhook_tolerance_seconds
-    key = str(signature)
+    key = sendgrid.replay_key(str(timestamp), body)
     return _record(sendgrid.parse_batch(body), replay_key=(sendgrid.SOURCE, key, window))
 
 
