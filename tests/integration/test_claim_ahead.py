@@ -22,7 +22,8 @@ from console.outbox import enqueue
 from console.store.database import make_engine, make_session_factory
 from console.store.send_guards import read_breakers
 from console.transports.memory import MemoryTransport
-from console.vocabulary import EXPIRED, OPEN, PENDING, SENDING, SUBMITTED
+from console.vocabulary import CANCELLED, EXPIRED, OPEN, PENDING, SENDING, SUBMITTED
+from console.worker.eligibility import EligibilityPolicy
 from console.worker.guard import GuardPolicy, SendGuard
 from tests.support.delay_proxy import SubprocessDelayProxy, url_through
 from tests.support.orders import ORDER, enqueue_login_code, enqueue_orders
@@ -294,3 +295,36 @@ def test_mail_that_expired_while_claimed_ahead_is_screened_at_its_own_tick_and_n
 
     assert len(transport.sent) == BATCH, "nothing sent after it expired"
     assert statuses(pg_factory) == {SUBMITTED: BATCH, EXPIRED: BATCH}
+
+
+def test_mail_made_ineligible_while_claimed_ahead_is_screened_at_its_own_tick_and_not_sent(
+    pg_factory, make_worker
+):
+    """The application's eligibility check runs again when the batch's own tick begins."""
+    with pg_factory() as session:
+        for number in range(2 * BATCH):
+            enqueue(session, key=f"case:{number}", to=f"v{number}@example.com",
+                    purpose="case-notice", **ORDER)  # fmt: skip
+        session.commit()
+    revoked: set[str] = set()
+    checks = {
+        "case-notice": lambda intent, _: "access revoked" if intent.recipient in revoked else None
+    }
+    transport = MemoryTransport()
+    worker = make_worker(
+        transport,
+        session_factory=pg_factory,
+        batch_size=BATCH,
+        concurrency=2,
+        claim_ahead=True,
+        eligibility=EligibilityPolicy(checks),
+    )
+    assert worker.run_once().claimed == BATCH
+    wait_for_sending(pg_factory, BATCH)  # the second batch, leased while still eligible
+
+    revoked.update(f"v{number}@example.com" for number in range(2 * BATCH))
+    while worker.run_once().claimed or statuses(pg_factory).get(PENDING):
+        pass
+
+    assert len(transport.sent) == BATCH, "nothing sent after its recipient was revoked"
+    assert statuses(pg_factory) == {SUBMITTED: BATCH, CANCELLED: BATCH}
