@@ -10,12 +10,14 @@ the RSA signature over the canonical string of its type verifies with that certi
 the configured allow-list. Network access goes through injectable fetchers so
 the checks can be exercised without AWS.
 
-Forged messages cannot multiply certificate fetches: only a message of an allowed
-topic naming a URL of that shape is fetched for, a failed fetch is remembered
-for FAILED_FETCH_TTL_SECONDS, one URL is fetched by one request at a time, and at
-most MAX_CERTIFICATE_FETCHES_PER_MINUTE new URLs are fetched a minute (beyond that,
-503: SNS delivers again). A verified message whose ``Timestamp`` is more than
-MAX_MESSAGE_AGE_SECONDS old, or more than FUTURE_SKEW_SECONDS ahead, is refused (403).
+Forged messages cannot multiply certificate fetches, nor spend a budget a genuine
+message needs: only a message of an allowed topic naming a URL of that shape is
+fetched for, each URL is fetched by one request at a time, and a failed fetch is
+remembered for FAILED_FETCH_TTL_SECONDS, so a URL costs at most one fetch in that
+time. There is no shared count of new URLs for made-up ones to use up: the
+certificate of a genuine message after a key rotation is always fetched. A
+verified message whose ``Timestamp`` is more than MAX_MESSAGE_AGE_SECONDS old,
+or more than FUTURE_SKEW_SECONDS ahead, is refused (403).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import json
 import re
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -70,7 +72,6 @@ _VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")  # urlsplit drops tabs and newlines
 MAX_CERTIFICATE_BYTES = 64 * 1024
 FETCH_TIMEOUT_SECONDS = 10.0
 FAILED_FETCH_TTL_SECONDS = 300.0
-MAX_CERTIFICATE_FETCHES_PER_MINUTE = 10
 MAX_MESSAGE_AGE_SECONDS = 3600.0
 FUTURE_SKEW_SECONDS = 60.0  # how far ahead of ours SNS's clock may be
 
@@ -146,9 +147,8 @@ def visit_over_https(url: str) -> None:
 class CertificateCache:
     """Signing certificates by URL, fetched once through `fetch` and kept in memory.
 
-    Failures are kept too, for FAILED_FETCH_TTL_SECONDS; concurrent requests for
-    one URL share one fetch; new URLs are fetched at most
-    MAX_CERTIFICATE_FETCHES_PER_MINUTE a minute.
+    Failures are kept too, for FAILED_FETCH_TTL_SECONDS, so each URL is fetched at
+    most once in that time; concurrent requests for one URL share one fetch.
     """
 
     def __init__(
@@ -164,7 +164,6 @@ class CertificateCache:
         self._certificates: OrderedDict[str, x509.Certificate] = OrderedDict()
         self._failures: OrderedDict[str, tuple[float, SnsRejected]] = OrderedDict()
         self._in_flight: dict[str, threading.Event] = {}
-        self._recent_fetches: deque[float] = deque()
         self._lock = threading.Lock()
 
     def certificate(self, url: str) -> x509.Certificate:
@@ -178,7 +177,7 @@ class CertificateCache:
                     return known
                 waiting = self._in_flight.get(url)
                 if waiting is None:
-                    self._start_fetch(url)
+                    self._in_flight[url] = threading.Event()
                     break
             waiting.wait(FETCH_TIMEOUT_SECONDS + 1)  # then look again: cached, failed, or ours
         try:
@@ -210,16 +209,6 @@ class CertificateCache:
                 raise failure[1]
             del self._failures[url]
         return None
-
-    def _start_fetch(self, url: str) -> None:
-        """Count a new fetch against the rate cap and mark it in flight (lock held)."""
-        now = self._clock()
-        while self._recent_fetches and self._recent_fetches[0] <= now - 60:
-            self._recent_fetches.popleft()
-        if len(self._recent_fetches) >= MAX_CERTIFICATE_FETCHES_PER_MINUTE:
-            raise SnsRejected("too many new signing certificates to fetch: retry later", 503)
-        self._recent_fetches.append(now)
-        self._in_flight[url] = threading.Event()
 
     def _load(self, url: str) -> x509.Certificate:
         try:

@@ -76,21 +76,6 @@ def test_one_fetch_at_a_time_per_url():
     assert len(results) == 5 and len({id(result) for result in results}) == 1
 
 
-def test_distinct_certificate_urls_are_fetched_at_a_bounded_rate():
-    clock, fetcher = Clock(), CountingFetcher(fail=True)
-    cache = sns.CertificateCache(fetch=fetcher, clock=clock)
-    for n in range(sns.MAX_CERTIFICATE_FETCHES_PER_MINUTE):
-        with pytest.raises(sns.SnsRejected, match="could not be fetched"):
-            cache.certificate(cert_url(100 + n))
-    with pytest.raises(sns.SnsRejected, match="too many") as refused:
-        cache.certificate(cert_url(999))
-    assert refused.value.status == 503, "SNS delivers again later"
-    assert len(fetcher.urls) == sns.MAX_CERTIFICATE_FETCHES_PER_MINUTE
-    clock.now += 61
-    with pytest.raises(sns.SnsRejected, match="could not be fetched"):
-        cache.certificate(cert_url(999))
-
-
 @pytest.fixture
 def events_app(sqlite_url):
     app, fetcher = make_events_app(sqlite_url)
