@@ -4,6 +4,8 @@ connection and four (the records of several sends then go in one statement)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from sqlalchemy import select, text
 
@@ -96,3 +98,40 @@ def test_an_outcome_arriving_after_another_worker_claimed_the_intent_changes_not
     assert {intents[r] for r in STALE} == {(SENDING, OTHER_WORKERS_LEASE)}, "the other's, still"
     assert {intents[r][0] for r in FINE[: len(STALE)]} == {SUBMITTED}
     assert suppressed == [], "a stale refusal suppresses nobody"
+
+
+class FinishingTogether(LeaseTakenDuringTheSend):
+    """As ``LeaseTakenDuringTheSend``, each send waiting for the others of its round of
+    `senders`: their outcomes reach the record queue together and go in one group."""
+
+    def __init__(self, engine, stale: list[str], senders: int) -> None:
+        super().__init__(engine, stale)
+        self.senders = senders
+        self.barrier: asyncio.Barrier | None = None
+
+    async def send(self, email, on_stage):
+        result = await super().send(email, on_stage)
+        if self.barrier is None:
+            self.barrier = asyncio.Barrier(self.senders)
+        async with asyncio.timeout(30):  # a round never completed fails the test, not hangs
+            await self.barrier.wait()
+        return result
+
+
+def test_stale_outcomes_recorded_in_one_group_are_reported_stale_not_sent(
+    engine, session_factory, make_worker
+):
+    """The tick's report and its log count a refused record as stale, also in a group."""
+    senders = 4
+    enqueue_orders(session_factory, [r for pair in zip(STALE, FINE, strict=False) for r in pair])
+    enqueue_orders(session_factory, FINE[len(STALE) :], prefix="more")
+    transport = FinishingTogether(engine, STALE, senders)
+    worker = make_worker(transport, concurrency=senders, record_group=senders)
+
+    report = worker.run_once()
+
+    assert report.stale == len(STALE)
+    assert dict(report.statuses) == {SUBMITTED: len(FINE)}
+    with session_factory() as session:
+        statuses = dict(session.execute(select(Intent.recipient, Intent.status)).all())
+    assert {statuses[r] for r in STALE} == {AMBIGUOUS}, "as the sweep left them"
