@@ -7,27 +7,26 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
     Row,
-    and_,
     false,
     func,
-    literal_column,
     not_,
     or_,
     select,
     text,
     tuple_,
 )
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from console.core.whole_numbers import whole_number
 from console.models import Intent, utcnow
-from console.store.database import UnreadableJSON
+from console.store import delivery_facts
+from console.store.prefix_search import PREFIX_COLUMNS, PrefixPosition, prefix_rows, sort_value
 from console.store.statements import PAGE_SIZE, dialect_of, prefix_match
 from console.vocabulary import LANES, STATUSES
 
@@ -50,6 +49,11 @@ SEARCH_AGES: dict[str, tuple[str, int, int | None]] = {
 }
 
 
+class _AnyValue:
+    def __contains__(self, value: object) -> bool:
+        return True
+
+
 class InvalidFilter(ValueError):
     """A search filter has a value the console does not know; the message names it."""
 
@@ -63,19 +67,16 @@ class SearchFilters:
     lane: str | None = None
     template: str | None = None
     age: str | None = None
+    fact: str | None = None  # one of delivery_facts.FACT_FILTERS
+    within: str | None = None  # the fact's window, a key of RATE_WINDOWS
 
     @classmethod
     def from_args(cls, args: Mapping[str, str]) -> SearchFilters:
         """Read filters from query arguments; InvalidFilter on an unknown value."""
-        values = {name: (args.get(name) or "").strip() or None for name in ("status", "lane")}
-        values["template"] = (args.get("template") or "").strip() or None
-        values["age"] = (args.get("age") or "").strip() or None
-        if values["status"] and values["status"] not in STATUSES:
-            raise InvalidFilter(f"unknown status {values['status']!r}")
-        if values["lane"] and values["lane"] not in LANES:
-            raise InvalidFilter(f"unknown lane {values['lane']!r}")
-        if values["age"] and values["age"] not in SEARCH_AGES:
-            raise InvalidFilter(f"unknown age {values['age']!r}")
+        values = {name: (args.get(name) or "").strip() or None for name in _KNOWN}
+        for name, (words, known) in _KNOWN.items():
+            if values[name] and values[name] not in known:
+                raise InvalidFilter(f"unknown {words} {values[name]!r}")
         return cls(q=(args.get("q") or "").strip()[:320], **values)
 
     def as_args(self) -> dict[str, str]:
@@ -98,10 +99,20 @@ class SearchFilters:
             conditions.append(Intent.template == self.template)
         if self.age:
             conditions.extend(age_conditions(self.age, now))
+        if self.fact:
+            conditions.extend(delivery_facts.fact_conditions(self.fact, self.within, now))
         return conditions
 
 
-PREFIX_COLUMNS = (Intent.event, Intent.idempotency_key)
+# each filter's name -> (what the refusal calls it, the values it takes); any template may be asked
+_KNOWN: dict[str, tuple[str, Any]] = {
+    "status": ("status", STATUSES),
+    "lane": ("lane", LANES),
+    "template": ("template", _AnyValue()),
+    "age": ("age", SEARCH_AGES),
+    "fact": ("provider report", delivery_facts.FACT_FILTERS),
+    "within": ("window", delivery_facts.WITHIN),
+}
 
 
 def _text_matches(q: str, dialect: str) -> list[ColumnElement[bool]]:
@@ -133,115 +144,6 @@ def age_conditions(age: str, now: dt.datetime) -> list[ColumnElement[bool]]:
     return conditions
 
 
-# Prefix search -----------------------------------------------------------------------------------
-#
-# Event and key prefixes in key order: a keyset walk of the two prefix indexes.
-#
-# A prefix may match a handful of intents or a tenth of the table, recent or weeks old. Each
-# column's index is walked from the page position and the walk stops after one page, so a page
-# costs the same whichever: no match is ever sorted.
-#
-# Rows come in the order of their *sort value* — the smaller of the event and the idempotency key
-# among those that start with the prefix — then of their id. The walk of one column yields, in that
-# column's order, the rows whose sort value is past the position; a row both walks find is placed
-# by its smaller value. The first rows of the two walks, merged, are therefore the page.
-
-
-@dataclasses.dataclass(frozen=True)
-class PrefixPosition:
-    """The keyset position after a row: its sort value and id."""
-
-    value: str
-    intent_id: int
-
-
-def sort_value(row: Any, prefix: str) -> str:
-    """The smaller of the row's event and key among those starting with `prefix`."""
-    values = (getattr(row, column.key) for column in PREFIX_COLUMNS)
-    return min(value for value in values if value is not None and value.startswith(prefix))
-
-
-def prefix_rows(
-    session: Session,
-    columns: list[Any],
-    prefix: str,
-    conditions: list[ColumnElement[bool]],
-    after: PrefixPosition | None,
-    limit: int,
-) -> list[Any]:
-    """The first `limit` rows (of `columns`) matching `prefix` and `conditions` past `after`."""
-    dialect = session.get_bind().dialect.name
-    found = {}
-    for column in PREFIX_COLUMNS:
-        for row in _walk(session, columns, column, prefix, conditions, after, limit, dialect):
-            found[row.id] = row
-    ordered = sorted(found.values(), key=lambda row: (sort_value(row, prefix), row.id))
-    return ordered[:limit]
-
-
-def _walk(
-    session: Session,
-    columns: list[Any],
-    column: Any,
-    prefix: str,
-    conditions: list[ColumnElement[bool]],
-    after: PrefixPosition | None,
-    limit: int,
-    dialect: str,
-) -> list[Any]:
-    """The first `limit` rows in (column, id) order whose sort value is past `after`.
-
-    Past the position means: the rest of the position's value (same value, higher
-    id), then the values after it; and no other column placed the row at or
-    before the position already.
-    """
-    matching = [prefix_match(column, prefix, dialect), *conditions]
-    matching += [_not_placed_by(other, prefix, after, dialect) for other in _others(column, after)]
-    rows: list[Any] = []
-    if after is not None:
-        same_value = select(*columns).where(
-            *matching, column == after.value, Intent.id > after.intent_id
-        )
-        rows += session.execute(same_value.order_by(Intent.id).limit(limit)).all()
-    if len(rows) < limit:
-        later = [_bytewise(column, ">", after.value, dialect)] if after is not None else []
-        query = select(*columns).where(*matching, *later)
-        query = query.order_by(_in_key_order(column, dialect), Intent.id)
-        rows += session.execute(query.limit(limit - len(rows))).all()
-    return rows
-
-
-def _others(column: Any, after: PrefixPosition | None) -> list[Any]:
-    return [] if after is None else [other for other in PREFIX_COLUMNS if other is not column]
-
-
-def _not_placed_by(
-    other: Any, prefix: str, after: PrefixPosition | None, dialect: str
-) -> ColumnElement[bool]:
-    """True unless `other` matches the prefix with a (value, id) at or before `after`.
-
-    A NULL `other` (an intent without an event) matches nothing: true, never NULL.
-    """
-    at_or_before = _bytewise(other, "<", after.value, dialect) | and_(
-        other == after.value, Intent.id <= after.intent_id
-    )
-    return not_(and_(other.is_not(None), prefix_match(other, prefix, dialect), at_or_before))
-
-
-def _bytewise(column: Any, operator: str, value: str, dialect: str) -> ColumnElement[bool]:
-    """Compare as the prefix indexes order: byte by byte (PostgreSQL's pattern operators)."""
-    if dialect == "postgresql":
-        return column.op(f"~{operator}~", is_comparison=True)(value)
-    return column > value if operator == ">" else column < value
-
-
-def _in_key_order(column: Any, dialect: str) -> Any:
-    """ORDER BY the column in its index's order (varchar_pattern_ops on PostgreSQL)."""
-    if dialect == "postgresql":
-        return literal_column(f"{column.table.name}.{column.key} USING ~<~")
-    return column
-
-
 # Search ------------------------------------------------------------------------------------------
 #
 # Search intents one keyset page at a time, each lookup served by an index.
@@ -265,6 +167,17 @@ class IntentRow:
     created_at: dt.datetime
     next_attempt_at: dt.datetime
     status_reason: str | None
+    delivered_at: dt.datetime | None
+    delayed_at: dt.datetime | None
+    bounced_at: dt.datetime | None
+    complained_at: dt.datetime | None
+    rejected_at: dt.datetime | None
+    bounce_type: str | None
+
+    @property
+    def fact(self) -> delivery_facts.DeliveryFact | None:
+        """The provider's latest report on this intent."""
+        return delivery_facts.latest_fact(self)
 
 
 ROW_COLUMNS = [getattr(Intent, field.name) for field in dataclasses.fields(IntentRow)]
@@ -399,78 +312,3 @@ def _newest_first(
             found[row.id] = row
     rows = sorted(found.values(), key=lambda row: (row.created_at, row.id), reverse=True)
     return [(row, NewestPosition(row.created_at, row.id)) for row in rows[:limit]]
-
-
-# Export ------------------------------------------------------------------------------------------
-#
-# A search's every result, for export: walked page by page, each page its own short read.
-#
-# The pages are the search's own keyset pages (the search above), so an export lists exactly what
-# the search lists, in the same order, and reads one bounded page at a time whatever the size of
-# the result; no transaction stays open between pages.
-
-BATCH_SIZE = 500  # intents read per page
-# what every export carries, in this order
-EXPORT_COLUMNS = (
-    "id",
-    "idempotency_key",
-    "event",
-    "recipient",
-    "recipient_account",
-    "template",
-    "template_version",
-    "status",
-    "lane",
-    "attempt_count",
-    "created_at",
-    "next_attempt_at",
-    "message_id",
-    "provider_message_id",
-    "purpose",
-    "status_reason",
-    "expires_at",
-    "submitted_at",
-    "delivered_at",
-    "bounced_at",
-    "bounce_type",
-    "complained_at",
-)
-CONTENT_COLUMNS = ("params",)  # message content: operators only
-
-
-def export_columns(*, with_content: bool) -> tuple[str, ...]:
-    """The columns of an export, with the message content or without."""
-    return EXPORT_COLUMNS + CONTENT_COLUMNS if with_content else EXPORT_COLUMNS
-
-
-def export_rows(
-    session_factory: sessionmaker[Session],
-    filters: SearchFilters,
-    *,
-    with_content: bool,
-    now: dt.datetime | None = None,
-) -> Iterator[dict[str, Any]]:
-    """Yield every intent the search `filters` finds, as {column: value}, in search order."""
-    now = now or utcnow()  # one clock for every page, so an age filter does not drift
-    columns = [getattr(Intent, name) for name in export_columns(with_content=with_content)]
-    after = None
-    while True:
-        with session_factory() as session:
-            page = search_intents(session, filters, after=after, limit=BATCH_SIZE, now=now)
-            ids = [row.id for row in page.rows]
-            found = {}
-            if ids:
-                query = select(*columns).where(Intent.id.in_(ids))
-                found = {row.id: _exported(row._asdict()) for row in session.execute(query)}
-        yield from (found[intent_id] for intent_id in ids if intent_id in found)
-        if page.next_after is None:
-            return
-        after = page.next_after
-
-
-def _exported(row: dict[str, Any]) -> dict[str, Any]:
-    """`row` with stored params that could not be read shown as why, not as their text."""
-    params = row.get("params")
-    if isinstance(params, UnreadableJSON):
-        row["params"] = {"unreadable": params.problem}
-    return row

@@ -15,6 +15,7 @@ from console.ops.delivery_figures import DashboardFigures
 from console.ops.send_budget_figures import budget_figures, quota_notices
 from console.state_tables import AlertState
 from console.store import alerts, holds, intent_search, send_budget
+from console.store.delivery_facts import COMPLAINED, HARD_BOUNCED
 from console.store.figures import (
     SUBMITTED_WINDOW_HOURS,
     ChartBar,
@@ -209,6 +210,7 @@ def index():
         rate_windows=send_budget.RATE_WINDOWS,
         rate_limits=send_budget.LIMIT_BASIS_POINTS,
         rate_kinds={send_budget.BOUNCE: "permanent bounces", send_budget.COMPLAINT: "complaints"},
+        rate_facts={send_budget.BOUNCE: HARD_BOUNCED, send_budget.COMPLAINT: COMPLAINED},
         rates_over_limit=any(rate.over_limit for rate in snapshot.sender_rates.values()),
         rates_max_age_seconds=rates.max_age_seconds,
         delivery=delivery,

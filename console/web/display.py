@@ -17,9 +17,11 @@ from console.core.readable import (
 )
 from console.core.readable import format_relative as _relative
 from console.models import utcnow
+from console.store.delivery_facts import DeliveryFact
 
 __all__ = [
     "breakable",
+    "fact_words",
     "format_age",
     "format_basis_points",
     "format_percent",
@@ -66,6 +68,19 @@ def format_relative(when: dt.datetime | None, now: dt.datetime | None = None) ->
     return _relative(when, now or utcnow())
 
 
+# how a bounce's kind reads beside the word "bounced"
+_BOUNCE_KINDS = {"permanent": "permanent", "transient": "temporary", "undetermined": "kind unknown"}
+
+
+def fact_words(fact: DeliveryFact | None) -> str:
+    """Say the provider's latest report: "delivered", "bounced (permanent)", "no report yet"."""
+    if fact is None:
+        return "no report yet"
+    if fact.bounce_type:
+        return f"{fact.kind} ({_BOUNCE_KINDS.get(fact.bounce_type, fact.bounce_type)})"
+    return fact.kind
+
+
 def breakable(value: object) -> Markup:
     """`value` escaped, with a wrap opportunity after each "@", ":" and "/", so a long
     address or key wraps between its parts, not inside one."""
@@ -97,3 +112,5 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(sentence, "sentence")
     app.add_template_filter(plural, "plural")
     app.add_template_filter(noun_for, "noun")
+    app.add_template_filter(fact_words, "fact_words")
+    app.add_template_filter(format_timestamp, "ts_text")

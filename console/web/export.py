@@ -14,7 +14,7 @@ from flask import Blueprint, Flask, Response, abort, request, stream_with_contex
 from flask_login import current_user
 
 from console.models import utcnow
-from console.store import intent_search
+from console.store import intent_export, intent_search
 from console.store.audit import audit_values, write_audit
 from console.store.database import make_session_factory
 from console.vocabulary import OPERATOR, VIEWER
@@ -65,10 +65,10 @@ def _export(export_format: str) -> Response:
     )
     write_audit(db.session, [entry])
     db.session.commit()
-    rows = intent_search.export_rows(
+    rows = intent_export.export_rows(
         make_session_factory(db.engine), filters, with_content=with_content, now=now
     )
-    columns = intent_search.export_columns(with_content=with_content)
+    columns = intent_export.export_columns(with_content=with_content)
     body = _csv_chunks(columns, rows) if export_format == "csv" else _json_lines(rows)
     filename = f"intents-{now:%Y%m%d-%H%M%S}.{export_format}"
     response = Response(stream_with_context(body), mimetype=MEDIA_TYPES[export_format])

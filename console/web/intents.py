@@ -12,9 +12,10 @@ from console.mail.render import build_message
 from console.mail.template_settings import TemplateError
 from console.models import utcnow
 from console.ops import ask_now, provider_asking
-from console.store import actions, intent_actions, intent_search, intents
+from console.store import actions, delivery_facts, intent_actions, intent_search, intents
 from console.store import intents as attempt_lookup
 from console.store.database import params_problem
+from console.store.send_budget import RATE_WINDOWS
 from console.vocabulary import (
     AMBIGUOUS,
     LANES,
@@ -43,6 +44,10 @@ BULK_TOKEN_MAX_AGE_SECONDS = 3600.0
 PREVIEW_TOKEN_PURPOSE = "console.message-preview"
 PREVIEW_TOKEN_MAX_AGE_SECONDS = 600.0
 ASK_TIMEOUT_SECONDS = 5.0  # an operator waits for the provider's answer
+# the search's provider-report filter, as its menu says each
+FACT_FILTER_WORDS = {name: name for name in delivery_facts.FACT_FILTERS} | {
+    delivery_facts.HARD_BOUNCED: "bounced (permanent)"
+}
 
 
 @bp.get("")
@@ -72,6 +77,8 @@ def search():
         lanes=LANES,
         templates=default_catalog().names(),
         ages=intent_search.SEARCH_AGES,
+        facts=FACT_FILTER_WORDS,
+        fact_windows=RATE_WINDOWS,
         preview_id=intent_actions.new_preview_id(),
     )
     if request.htmx and not error:

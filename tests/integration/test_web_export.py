@@ -87,7 +87,7 @@ def test_every_export_is_audited(app, console_client, intents):
 
 
 def test_export_walks_every_page(app, console_client, add_intent, monkeypatch):
-    monkeypatch.setattr("console.store.intent_search.BATCH_SIZE", 7)
+    monkeypatch.setattr("console.store.intent_export.BATCH_SIZE", 7)
     ids = [add_intent("pending", key=f"batch:{n:03d}", event=f"batch:{n:03d}") for n in range(23)]
     client = console_client("operator")
     rows = read_csv(client.get("/intents/export.csv?q=batch:"))
