@@ -223,7 +223,10 @@ def test_sendgrid_batch_is_recorded_event_by_event_and_a_replay_is_refused(app_o
     first = post_sendgrid(app_on_both, body, headers)
     assert (first.status_code, first.get_json()["inserted"]) == (200, 7)
     assert post_sendgrid(app_on_both, body, headers).status_code == 409
-    resent = post_sendgrid(app_on_both, *sendgrid_request(payloads.sendgrid_batch()))
+    later = str(int(headers["X-Twilio-Email-Event-Webhook-Timestamp"]) + 1)  # signed anew
+    resent = post_sendgrid(
+        app_on_both, *sendgrid_request(payloads.sendgrid_batch(), timestamp=later)
+    )
     assert (resent.status_code, resent.get_json()["duplicates"]) == (200, 7)
     assert count(app_on_both) == 7
 
