@@ -24,9 +24,12 @@ The provider id is ``sg_message_id`` up to ``.filter``/``.recvd``: the
 its ``250 Ok: queued as ...`` reply; the whole ``sg_message_id`` is tried too
 (the form SendGrid's activity feed shows). ``smtp-id`` is the Message-ID the
 message carried over SendGrid's SMTP relay, ours; SendGrid writes its own
-there (``<...@ismtpd...>``) for mail without one, so it names an intent only
-when one has exactly that Message-ID. Our reference comes back as a top-level
-field (a unique argument, sent in ``X-SMTPAPI``).
+there (``<X-Message-Id@ismtpd....sendgrid.net>``) for mail without one, so it
+names an intent when one has exactly that Message-ID, and the local part of
+one on a ``sendgrid.net`` host is tried as the provider id too: it is the only
+id of the send in an event whose ``sg_message_id`` is just ``filter...``. Our
+reference comes back as a top-level field (a unique argument, sent in
+``X-SMTPAPI``).
 """
 
 from __future__ import annotations
@@ -65,6 +68,8 @@ OWN_LISTS = ("Bounced Address", "Spam Reporting Address", "Unsubscribed Address"
 MAX_EVENTS = 10_000
 _TIMESTAMP = re.compile(r"^[0-9]{1,12}$")
 _PROVIDER_ID = re.compile(r"\.(filter|recvd)")
+_FILTER_ONLY = re.compile(r"^(filter|recvd)", re.IGNORECASE)  # no id of the send before it
+_SENDGRID_SMTP_ID = re.compile(r"([^@\s]+)@[A-Za-z0-9.-]+\.sendgrid\.net", re.IGNORECASE)
 _SIMPLE = {"processed": ACCEPTED, "delivered": DELIVERED, "spamreport": COMPLAINED}
 
 
@@ -142,7 +147,8 @@ def _event(item: dict[str, Any]) -> ReportedEvent:
     if not isinstance(kind, str) or not kind:
         raise EventRejected("each event needs an 'event'")
     sg_message_id = clip(item.get("sg_message_id"), 255)
-    provider_id = _PROVIDER_ID.split(sg_message_id)[0] if sg_message_id else None
+    smtp_id = clip(item.get("smtp-id"), 255)
+    provider_id, *other_ids = _provider_ids(sg_message_id, smtp_id) or [None]
     event_id = clip(item.get("sg_event_id"), 255) or ":".join(
         str(item.get(k)) for k in ("sg_message_id", "event", "email", "timestamp")
     )
@@ -151,13 +157,26 @@ def _event(item: dict[str, Any]) -> ReportedEvent:
         source_event_id=event_id[:255],
         recipient=clip(item.get("email"), 320),
         provider_message_id=provider_id,
-        other_provider_ids=(sg_message_id,) if sg_message_id != provider_id else (),
-        relay_message_id=normalize_message_id(clip(item.get("smtp-id"), 255)),
+        other_provider_ids=tuple(other_ids),
+        relay_message_id=normalize_message_id(smtp_id),
         reference=reference_in(item),
         occurred_at=parse_epoch(item.get("timestamp")),
         payload=item,
         **_facts(kind.lower(), item),
     )
+
+
+def _provider_ids(sg_message_id: str | None, smtp_id: str | None) -> list[str]:
+    """SendGrid's id of the send first, then the other spellings that may name it."""
+    ids = []
+    if sg_message_id and not _FILTER_ONLY.match(sg_message_id):
+        ids.append(_PROVIDER_ID.split(sg_message_id)[0])
+    relayed = _SENDGRID_SMTP_ID.fullmatch(smtp_id.strip("<> ")) if smtp_id else None
+    if relayed:
+        ids.append(relayed.group(1))
+    if sg_message_id:
+        ids.append(sg_message_id)
+    return list(dict.fromkeys(i for i in ids if i))
 
 
 def _facts(kind: str, item: dict[str, Any]) -> dict[str, Any]:
