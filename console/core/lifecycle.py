@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 import random as _random
 from collections.abc import Callable
 
@@ -143,13 +144,22 @@ def _retry_or_give_up(
     if age_seconds >= policy.max_age_seconds and not facts.granted_attempts_left:
         return Decision(DEAD, f"gave up after {age_seconds:.0f} s; last: {reason}", alert=True)
     delay_seconds = policy.backoff.delay_seconds(facts.attempts_made, random)
-    if classification.retry_after_seconds is not None:
-        delay_seconds = max(delay_seconds, classification.retry_after_seconds)
+    delay_seconds = honoured_retry_after(delay_seconds, classification, policy.backoff)
     next_attempt_at = now + dt.timedelta(seconds=delay_seconds)
     deadline = useful_until(facts)
     if deadline is not None and next_attempt_at >= deadline:
         return Decision(EXPIRED, f"no longer useful by the next attempt; last: {reason}")
     return Decision(PENDING, reason, next_attempt_at, alert=classification.alert)
+
+
+def honoured_retry_after(
+    delay_seconds: float, classification: Classification, backoff: Backoff
+) -> float:
+    """The backoff's delay, or the provider's longer Retry-After up to the backoff's cap."""
+    asked = classification.retry_after_seconds
+    if asked is None or math.isnan(asked):
+        return delay_seconds
+    return max(delay_seconds, min(asked, backoff.cap_seconds))
 
 
 def classify_lease_expiry(stage_reached: str, handed_over: bool) -> Classification:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import re
 import time
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
@@ -53,20 +54,27 @@ class ProviderApi(Protocol):
     def answer(self, reply: Reply) -> ProviderAnswer: ...
 
 
+_DELAY_SECONDS = re.compile(r"[0-9]+")
+_HTTP_DATE = re.compile(r"[A-Za-z0-9 ,:+-]{1,64}")
+MAX_RETRY_AFTER_SECONDS = 10.0**9  # finite: the retry policy caps it further
+
+
 def parse_retry_after(value: str | None, now_epoch_seconds: float) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
-    if not value or not value.strip():
+    """Seconds to wait from a Retry-After header (RFC 9110 delay-seconds or an HTTP-date)."""
+    value = (value or "").strip(" \t")
+    if _DELAY_SECONDS.fullmatch(value):
+        significant = value.lstrip("0")
+        if len(significant) > len(str(int(MAX_RETRY_AFTER_SECONDS))):
+            return MAX_RETRY_AFTER_SECONDS
+        return min(float(int(significant or "0")), MAX_RETRY_AFTER_SECONDS)
+    if not _HTTP_DATE.fullmatch(value):
         return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        seconds = when.replace(tzinfo=when.tzinfo or dt.UTC).timestamp() - now_epoch_seconds
+    except (TypeError, ValueError, OverflowError, IndexError):
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return max(0.0, when.timestamp() - now_epoch_seconds)
+    return min(max(0.0, seconds), MAX_RETRY_AFTER_SECONDS)
 
 
 class _Progress:
@@ -135,7 +143,8 @@ class ProviderTransport:
         key_honoured = self._key_honoured(email)
         try:
             reply = await self._exchange(self.api.request(email), progress)
-        except Exception as error:  # noqa: BLE001 - every failure becomes a result
+            return self._read_answer(reply, started, key_honoured)
+        except Exception as error:  # noqa: BLE001 - every failure becomes this send's result
             return SendResult(
                 stage=progress.stage,
                 protocol=self.protocol,
@@ -144,6 +153,9 @@ class ProviderTransport:
                 duration_ms=_elapsed_ms(started),
                 idempotency_honoured=key_honoured,
             )
+
+    def _read_answer(self, reply: Reply, started: float, key_honoured: bool) -> SendResult:
+        """What the provider's answer says, each value read by the provider's own parser."""
         answer = self.api.answer(reply)
         return SendResult(
             stage=REPLY_READ,
