@@ -260,6 +260,18 @@ def search_intents(
     return SearchPage([IntentRow(*row) for row, _ in found[:limit]], next_after)
 
 
+def stored_events(
+    session: Session, candidates: set[str], filters: SearchFilters, now: dt.datetime | None = None
+) -> list[str]:
+    """The candidates stored as an intent's event or key that `filters` would list."""
+    conditions = filters.conditions(dialect_of(session), now or utcnow(), with_text=False)
+    found: set[str] = set()
+    for column in PREFIX_COLUMNS:
+        query = select(column).where(column.in_(candidates), *conditions).distinct()
+        found.update(session.scalars(query))
+    return sorted(found & candidates)
+
+
 def _filter_branches(filters: SearchFilters) -> list[list[ColumnElement[bool]]]:
     """A status without a lane: one query per lane, each on the (status, lane, created_at) index."""
     if filters.status and not filters.lane:
