@@ -150,7 +150,7 @@ _PARSERS = {
     "CONSOLE_COOKIE_SECURE": ("cookie_secure", values.boolean),
     "CONSOLE_CLASSIFY_OVERRIDES": ("classify_overrides", _classify_overrides),
     "CONSOLE_TRANSPORT": ("transport", values.transport),
-    "CONSOLE_HTTP_PROVIDER_URL": ("http_provider_url", values.http_url),
+    "CONSOLE_HTTP_PROVIDER_URL": ("http_provider_url", values.secure_http_url),
     "CONSOLE_HTTP_PROVIDER_KEY": ("http_provider_key", values.string),
     "CONSOLE_HTTP_IDEMPOTENCY_WINDOW_SECONDS": (
         "http_idempotency_window_seconds",

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -114,6 +115,27 @@ def http_url(name: str, raw: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"{name} must be an http(s):// URL, e.g. https://api.resend.com")
     return raw.strip().rstrip("/")
+
+
+def secure_http_url(name: str, raw: str) -> str:
+    """An https:// URL, or http:// to a loopback host (the key travels in it)."""
+    url = http_url(name, raw)
+    parts = urlsplit(url)
+    if parts.scheme != "https" and not _loopback(parts.hostname or ""):
+        raise ConfigError(
+            f"{name} must be an https:// URL unless its host is loopback "
+            f"(127.0.0.0/8, ::1, localhost), got {raw.strip()!r}"
+        )
+    return url
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def comma_list(name: str, raw: str) -> tuple[str, ...]:
