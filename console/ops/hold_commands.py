@@ -102,10 +102,12 @@ def hold_command(lane, template, domain, reason: str, until: str | None) -> None
 
 @click.command("release")
 @_selector_options
-@click.option("--reason", help="Why; audited.")
+@click.option("--reason", help="Why; required, audited.")
 @with_appcontext
 def release_command(lane, template, domain, reason: str | None) -> None:
     """Let a held lane, template or recipient domain go out again, in its original order."""
+    if not (reason or "").strip():
+        raise click.ClickException("a reason is required: give --reason TEXT (it is audited).")
     with command_session() as session:
         kind, text = _one_selector(lane, template, domain)
         catalog = _catalog()

@@ -20,7 +20,7 @@ from console.models import utcnow
 from console.ops.hold_commands import known_selector, max_ages
 from console.state_tables import HOLD_KINDS
 from console.store import holds
-from console.store.actions import ActionRefused
+from console.store.actions import ActionRefused, required_reason
 from console.vocabulary import LANES, OPERATOR, VIEWER
 from console.web import forms
 from console.web.auth import has_role, role_required
@@ -143,7 +143,8 @@ def release(hold_id: int):
     try:
         released = holds.release_hold(
             db.session, hold_id, actor=current_user.username,
-            reason=request.form.get("reason"), now=utcnow(), max_ages=max_ages(catalog),
+            reason=required_reason(request.form.get("reason")), now=utcnow(),
+            max_ages=max_ages(catalog),
         )  # fmt: skip
     except ActionRefused as exc:
         return _refused(exc, "Not released")

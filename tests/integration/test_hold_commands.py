@@ -48,7 +48,7 @@ def test_unknown_lane_or_template_exits_2_and_holds_nothing(app):
         result = run(app, "hold", *args, "--reason", "x")
         assert result.exit_code == 2, result.output
         assert "unknown" in result.output or "no version" in result.output
-    assert run(app, "release", "--template", "no-such").exit_code == 2
+    assert run(app, "release", "--template", "no-such", "--reason", "x").exit_code == 2
     both = run(app, "hold", "--lane", "bulk", "--domain", "example.com", "--reason", "x")
     assert both.exit_code == 2 and "exactly one" in both.output
     from console.web.extensions import db
@@ -61,7 +61,7 @@ def test_hold_twice_release_unheld_and_a_past_until_are_refused(app):
     assert run(app, "hold", "--domain", "@Example.COM", "--reason", "bouncing").exit_code == 0
     again = run(app, "hold", "--domain", "example.com", "--reason", "bouncing")
     assert again.exit_code == 1 and "already held" in again.output
-    unheld = run(app, "release", "--lane", "bulk")
+    unheld = run(app, "release", "--lane", "bulk", "--reason", "x")
     assert unheld.exit_code == 1 and "bulk is not held" in unheld.output
     past = run(app, "hold", "--lane", "bulk", "--reason", "x", "--until", "2001-01-01T00:00")
     assert past.exit_code == 1 and "in the past" in past.output
@@ -78,7 +78,7 @@ def test_release_expires_a_password_reset_past_its_max_age(app, add_intent):
     assert run(app, "hold", "--lane", "critical", "--reason", "relay review").exit_code == 0
     old = utcnow() - dt.timedelta(minutes=31)
     late = add_intent(template="password-reset", lane="critical", created_at=old)
-    released = run(app, "release", "--lane", "critical")
+    released = run(app, "release", "--lane", "critical", "--reason", "relay fine")
     assert "1 expired while held" in released.output, released.output
     with app.app_context():
         intent = db.session.get(Intent, late)
@@ -94,3 +94,18 @@ def test_the_installed_command_exits_2_for_an_unknown_template(sqlite_url, tmp_p
     )  # fmt: skip
     assert result.returncode == 2
     assert "unknown template 'no-such'" in result.stderr
+
+
+def test_release_without_a_reason_is_refused_in_one_line(app):
+    assert run(app, "hold", "--lane", "bulk", "--reason", "review").exit_code == 0
+    refused = run(app, "release", "--lane", "bulk")
+    assert refused.exit_code != 0
+    assert refused.output.strip().splitlines() == [
+        "Error: a reason is required: give --reason TEXT (it is audited)."
+    ]
+    assert run(app, "release", "--lane", "bulk", "--reason", " ").exit_code != 0
+    from console.web.extensions import db
+
+    with app.app_context():
+        assert len(db.session.scalars(select(IntentHold)).all()) == 1
+        assert db.session.scalars(select(IntentHold)).one().released_at is None

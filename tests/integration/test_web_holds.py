@@ -84,8 +84,8 @@ def test_refusals_unknown_template_missing_reason_twice_and_without_csrf(app, co
     no_csrf = operator.post("/holds", data={"kind": "lane", "value": "bulk", "reason": "x"})
     assert no_csrf.status_code == 400
     [hold] = active_holds(app)
-    assert post(operator, f"/holds/{hold.id}/release").status_code == 303
-    assert post(operator, f"/holds/{hold.id}/release").status_code == 409
+    assert post(operator, f"/holds/{hold.id}/release", reason="fine").status_code == 303
+    assert post(operator, f"/holds/{hold.id}/release", reason="fine").status_code == 409
 
 
 def test_the_templates_page_and_the_intent_page_offer_hold_and_release(
@@ -106,3 +106,15 @@ def test_the_templates_page_and_the_intent_page_offer_hold_and_release(
     assert "Release domain…" in page
     form = operator.get("/holds?kind=domain&value=bouncy.example").get_data(as_text=True)
     assert 'class="selected"' in form and 'id="place-hold"' not in form
+
+
+def test_a_release_without_a_reason_is_refused_in_one_line_and_changes_nothing(app, console_client):
+    operator = console_client("operator")
+    assert place(operator, "lane", "bulk").status_code == 303
+    [hold] = active_holds(app)
+    refused = post(operator, f"/holds/{hold.id}/release", reason="  ")
+    assert refused.status_code == 303
+    page = operator.get(refused.location).get_data(as_text=True)
+    assert "Not released: a reason is required" in page
+    assert [held.id for held in active_holds(app)] == [hold.id]
+    assert 'name="reason" required' in operator.get("/holds?kind=lane&value=bulk").text
