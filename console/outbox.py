@@ -182,6 +182,14 @@ def _check_short_text(label: str, value: Any, limit: int) -> str | None:
     return value
 
 
+def _check_plain_text(label: str, value: Any, limit: int) -> str | None:
+    """A short text without control characters, or None."""
+    value = _check_short_text(label, value, limit)
+    if value is not None:
+        _check_control_characters(label, value)
+    return value
+
+
 def _insert_once(session: Session, values: dict[str, Any]) -> Intent:
     """Store the intent in one statement, or return the row that already holds the key."""
     inserted = insert_intent_once(session, values)
@@ -231,11 +239,9 @@ def enqueue(
     if lane is not None and lane not in LANES:
         raise InvalidIntent(f"unknown lane {lane!r}: expected one of {', '.join(LANES)}")
     expires_at = _check_expiry(expires_at, now)
-    event = _check_short_text("event", event, MAX_EVENT_LENGTH)
-    if event is not None:
-        _check_control_characters("event", event)
-    purpose = _check_short_text("purpose", purpose, 100)
-    locale = _check_short_text("locale", locale, 35)
+    event = _check_plain_text("event", event, MAX_EVENT_LENGTH)
+    purpose = _check_plain_text("purpose", purpose, 100)
+    locale = _check_plain_text("locale", locale, 35)
     recipient_account = _check_short_text("recipient_account", recipient_account,
                                           MAX_ACCOUNT_LENGTH)  # fmt: skip
 
