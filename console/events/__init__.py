@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import email.utils
+import json
+import math
 from typing import Any
 
 DELIVERED = "delivered"
@@ -86,6 +88,26 @@ class ReportedEvent:
         if self.suppress_as is not None:
             return self.suppress_as
         return "complaint" if self.event_type == COMPLAINED else "bounce"
+
+
+class NonFiniteNumber(ValueError):
+    """A JSON body holds NaN, an infinity, or a number too large for a float."""
+
+
+def load_json(body: bytes | str) -> Any:
+    """Parse a JSON body; ValueError (NonFiniteNumber) for a number no database stores alike."""
+    return json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def _refuse_constant(name: str) -> float:
+    raise NonFiniteNumber(f"the body holds {name}, which is not a number a database stores")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NonFiniteNumber(f"the body holds {text[:20]}, too large for a number")
+    return value
 
 
 def normalize_message_id(value: Any) -> str | None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 from typing import Any
 
@@ -47,6 +46,7 @@ from console.events import (
     EventRejected,
     ReportedEvent,
     clip,
+    load_json,
     normalize_message_id,
     parse_epoch,
     refuse_unstorable_text,
@@ -66,7 +66,7 @@ def read_body(body: bytes) -> dict[str, Any]:
     """The JSON object Mailgun posted; EventRejected 406 (not retried) when the body is not
     JSON or holds text no database stores, 400 when it is JSON but not one object."""
     try:
-        data = json.loads(body)
+        data = load_json(body)
     except (UnicodeDecodeError, ValueError):
         raise EventRejected(LEGACY_REFUSED, NOT_ACCEPTABLE) from None
     if not isinstance(data, dict):

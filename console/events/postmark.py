@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
-import json
 import re
 from typing import Any
 
@@ -39,6 +38,7 @@ from console.events import (
     EventRejected,
     ReportedEvent,
     clip,
+    load_json,
     parse_timestamp,
     refuse_unstorable_text,
 )
@@ -99,7 +99,7 @@ def parse_record(body: bytes) -> ReportedEvent:
     """Read one Postmark webhook record; EventRejected (400) says what is wrong, and 403
     refuses text no database stores (in what is kept: the dump is dropped unread)."""
     try:
-        record = json.loads(body)
+        record = load_json(body)
     except (UnicodeDecodeError, ValueError):
         raise EventRejected("the body is not JSON") from None
     if not isinstance(record, dict):

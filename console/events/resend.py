@@ -24,7 +24,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -42,6 +41,7 @@ from console.events import (
     EventRejected,
     ReportedEvent,
     clip,
+    load_json,
     normalize_message_id,
     parse_timestamp,
     refuse_unstorable_text,
@@ -130,7 +130,7 @@ def parse_event(message_id: str, body: bytes) -> ReportedEvent:
 def parse_events(message_id: str, body: bytes) -> list[ReportedEvent]:
     """Read one Resend event, one for each recipient; EventRejected (400) says what is wrong."""
     try:
-        event = json.loads(body)
+        event = load_json(body)
     except (UnicodeDecodeError, ValueError):
         raise EventRejected("the body is not JSON") from None
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):

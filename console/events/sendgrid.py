@@ -37,7 +37,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
 import re
 from typing import Any
 
@@ -54,6 +53,7 @@ from console.events import (
     EventRejected,
     ReportedEvent,
     clip,
+    load_json,
     normalize_message_id,
     parse_epoch,
     refuse_unstorable_text,
@@ -131,7 +131,7 @@ def replay_key(timestamp: str, body: bytes) -> str:
 def parse_batch(body: bytes) -> list[ReportedEvent]:
     """Read a batch of SendGrid events; EventRejected (400) says what is wrong."""
     try:
-        batch = json.loads(body)
+        batch = load_json(body)
     except (UnicodeDecodeError, ValueError):
         raise EventRejected("the body is not JSON") from None
     if not isinstance(batch, list) or not all(isinstance(item, dict) for item in batch):

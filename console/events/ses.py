@@ -29,7 +29,6 @@ address of ``mail.destination`` when there is exactly one.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -48,8 +47,11 @@ from console.events import (
     TOPIC_UNSUBSCRIBED,
     TRANSIENT,
     UNDETERMINED,
+    EventRejected,
+    NonFiniteNumber,
     ReportedEvent,
     clip,
+    load_json,
     normalize_message_id,
     parse_timestamp,
     refuse_unstorable_text,
@@ -83,7 +85,9 @@ def parse_notification(
     """Turn the ``Message`` of an SNS notification into one event per recipient."""
     sent_at = parse_timestamp(sns_timestamp)
     try:
-        notification = json.loads(message)
+        notification = load_json(message)
+    except NonFiniteNumber as refusal:
+        raise EventRejected(str(refusal)) from None
     except ValueError:
         notification = None
     if not isinstance(notification, dict):

@@ -25,7 +25,6 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-import json
 import re
 import threading
 import time
@@ -40,7 +39,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from console.events import EventRejected, refuse_unstorable_text
+from console.events import EventRejected, load_json, refuse_unstorable_text
 
 NOTIFICATION = "Notification"
 SUBSCRIPTION_CONFIRMATION = "SubscriptionConfirmation"
@@ -104,7 +103,7 @@ def is_sns_url(url: str, *, pem: bool) -> bool:
 def parse_message(body: bytes) -> dict[str, Any]:
     """Decode an SNS request body into its JSON object; SnsRejected when it is not one."""
     try:
-        message = json.loads(body)
+        message = load_json(body)
     except (UnicodeDecodeError, ValueError):
         raise SnsRejected("the body is not JSON") from None
     if not isinstance(message, dict):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 from typing import Any
 
@@ -29,6 +28,7 @@ from console.events import (
     UNDETERMINED,
     EventRejected,
     ReportedEvent,
+    load_json,
     normalize_message_id,
     parse_timestamp,
     refuse_unstorable_text,
@@ -73,7 +73,7 @@ def verify_signature(
 def parse_event(body: bytes) -> ReportedEvent:
     """Read one event in the documented format; EventRejected (400) says what is wrong."""
     try:
-        data = json.loads(body)
+        data = load_json(body)
     except (UnicodeDecodeError, ValueError):
         raise EventRejected("the body is not JSON") from None
     if not isinstance(data, dict):
