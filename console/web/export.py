@@ -8,7 +8,6 @@ import io
 import json
 from collections.abc import Iterable, Iterator
 from typing import Any
-from urllib.parse import urlencode
 
 from flask import Blueprint, Flask, Response, abort, request, stream_with_context
 from flask_login import current_user
@@ -51,12 +50,11 @@ def _export(export_format: str) -> Response:
         abort(400, description=forms.refusal_words("Export not made", exc))
     with_content = has_role(OPERATOR)
     now = utcnow()
-    described = urlencode(filters.as_args()) or "everything"
     entry = audit_values(
         actor=current_user.username,
         action="export",
         now=now,
-        target=f"{export_format} of {described}"[:320],
+        target=f"{export_format.upper()} of {_described(filters)}"[:320],
         details={
             "format": export_format,
             "filters": filters.as_args(),
@@ -75,6 +73,13 @@ def _export(export_format: str) -> Response:
     response.headers["Content-Disposition"] = f'attachment; filename="{filename}"'
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+def _described(filters: intent_search.SearchFilters) -> str:
+    """The search as the audit log says it: "the search “order:100”, status failed"."""
+    others = [f"{name} {value}" for name, value in filters.as_args().items() if name != "q"]
+    searched = [f"the search “{filters.q}”"] if filters.q else []
+    return ", ".join(searched + others) or "everything"
 
 
 def _csv_chunks(columns: tuple[str, ...], rows: Iterable[dict[str, Any]]) -> Iterator[str]:

@@ -43,8 +43,15 @@ def refusal_words(not_done: str, exc: Exception) -> str:
     """One sentence: "Not removed: <why>.", or just the reason when it says nothing was done."""
     why = str(exc).strip()
     if "nothing was done" in why.lower() or why.lower().startswith(not_done.lower()):
-        return sentence(why)
+        return _as_stored(why)
     return sentence(f"{not_done}: {why}")
+
+
+def _as_stored(text: str) -> str:
+    """One sentence of `text`, its first word kept as written when it is an address."""
+    if "@" not in text.split(" ", 1)[0]:
+        return sentence(text)
+    return text[0] + sentence(text)[1:]
 
 
 def stale_or_refused(exc: Exception, not_done: str, render_stale, endpoint: str, **values):

@@ -82,7 +82,7 @@ def test_every_export_is_audited(app, console_client, intents):
     assert entries[0].details["format"] == "csv"
     assert entries[0].details["filters"] == {"status": "failed"}
     assert entries[0].details["with_params"] is False
-    assert "status=failed" in entries[0].target
+    assert entries[0].target == "CSV of status failed"
     assert entries[1].details["format"] == "jsonl"
 
 
