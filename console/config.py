@@ -90,6 +90,7 @@ class Settings:
     provider: str | None = None  # behind the relay or HTTP transport; None: a plain SMTP relay
     # operations: metrics, health, retention, alerts, breaker, per-domain back-off
     metrics_cache_seconds: float = 10.0
+    metrics_token: str | None = None  # None: /metrics answers anyone, as the network allows
     health_max_tick_age_seconds: float = 60.0
     retention_days: float = 30.0
     retention_batch_size: int = 1000
@@ -173,6 +174,7 @@ _PARSERS = {
     "CONSOLE_SENDGRID_PUBLIC_KEY": ("sendgrid_public_key", ec_public_key),
     "CONSOLE_PROVIDER": ("provider", provider_name),
     "CONSOLE_METRICS_CACHE_SECONDS": ("metrics_cache_seconds", values.non_negative_float),
+    "CONSOLE_METRICS_TOKEN": ("metrics_token", values.string),
     "CONSOLE_HEALTH_MAX_TICK_AGE_SECONDS": ("health_max_tick_age_seconds", values.positive_float),
     "CONSOLE_RETENTION_DAYS": ("retention_days", values.positive_float),
     "CONSOLE_RETENTION_BATCH_SIZE": ("retention_batch_size", values.positive_int),

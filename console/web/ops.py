@@ -1,16 +1,20 @@
 """Operations endpoints: ``/metrics`` for Prometheus and ``/healthz`` for probes.
 
 Neither needs a login: put them behind the network's own access rules (see the
-README's Monitoring section). Neither shows an address, a body or a param.
+README's Monitoring section). With ``CONSOLE_METRICS_TOKEN`` set, ``/metrics``
+answers 401 to a request without ``Authorization: Bearer <token>`` (what
+Prometheus' ``authorization`` setting sends). Neither shows an address, a body
+or a param.
 ``/favicon.ico`` answers the console's icon to clients that ask for it there.
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app, jsonify
+from flask import Blueprint, Flask, Response, current_app, jsonify, request
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -44,9 +48,22 @@ def _queue_registry(app: Flask):
     return registry
 
 
+def _bearer_token_ok(expected: str) -> bool:
+    """Whether the request carries `expected` as its bearer token."""
+    scheme, _, token = (request.headers.get("Authorization") or "").strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(token.strip().encode(), expected.encode())
+
+
 @bp.get("/metrics")
 def prometheus_metrics() -> Response:
     """Serve this process's instruments and the queue state in Prometheus text format."""
+    expected = current_settings().metrics_token
+    if expected and not _bearer_token_ok(expected):
+        refused = Response("a bearer token is required\n", status=401, content_type="text/plain")
+        refused.headers["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return refused
     body = metrics.exposition(_queue_registry(current_app))
     return Response(body, content_type=metrics.CONTENT_TYPE)
 
