@@ -55,17 +55,6 @@ def pg_cluster():
 
 
 @pytest.fixture(scope="session")
-def pg_far_port(pg_cluster):
-    """The port of a proxy in front of the cluster that delays each direction 0.5 ms:
-    a database across a network (a round trip of ~2.5 ms with the proxy's timers)."""
-    from tests.support.delay_proxy import SubprocessDelayProxy
-
-    proxy = SubprocessDelayProxy(pg_cluster.port, 0.0005)
-    yield proxy.port
-    proxy.stop()
-
-
-@pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory) -> str:
     """Path of a SQLite file migrated to head, copied for each test."""
     path = tmp_path_factory.mktemp("sqlite-template") / "template.db"
@@ -90,16 +79,14 @@ def backend(request) -> str:
     return request.param
 
 
-# Tests whose outcome depends on how busy the machine is: rates and latencies measured,
-# or the claim ahead the worker starts from the database's answer time. tests/run.sh runs them
-# alone, after the rest of the suite has run in two processes.
+# Tests whose outcome depends on how busy the machine is: rates and latencies measured.
+# tests/run.sh runs them alone, after the rest of the suite has run in two processes.
 SERIAL_FILES = {
     "tests/e2e/test_send_rate.py",
     "tests/e2e/test_send_quota.py",
     "tests/e2e/test_send_throttle.py",
     "tests/e2e/test_send_concurrency.py",
     "tests/e2e/test_scale_out.py",
-    "tests/integration/test_claim_ahead.py",
     "tests/integration/test_busy_database.py",
     "tests/integration/test_critical_check.py",
 }
@@ -120,7 +107,7 @@ def pytest_collection_modifyitems(items) -> None:
             item.add_marker(pytest.mark.postgres)
 
 
-POSTGRES_FIXTURES = {"postgres_url", "pg_cluster"}  # pg_far_port and the like need pg_cluster
+POSTGRES_FIXTURES = {"postgres_url", "pg_cluster"}
 
 
 def runs_on_postgres(item) -> bool:

@@ -42,7 +42,7 @@ fi
 "$VENV/bin/ruff" format --check console tests
 
 # Most of the suite in two processes (each with its own PostgreSQL cluster), then the
-# tests marked `serial` (rates, latencies, paths picked by timing) alone. pytest exits
+# tests marked `serial` (rates and latencies) alone. pytest exits
 # with status 5 when a part selects no test (e.g. `bash tests/run.sh tests/unit`).
 status=0
 "$VENV/bin/python" -m pytest -n "${CONSOLE_TEST_PROCESSES:-2}" --dist loadfile -m "not serial" \

@@ -22,12 +22,11 @@ round. After an error the connection is closed and the next write opens a fresh 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Any
 
 import psycopg
-from sqlalchemy import Engine, String, any_, bindparam, literal, select
+from sqlalchemy import Engine, String, any_, bindparam, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
@@ -37,11 +36,10 @@ from console.store import statements as s
 from console.store import suppressions
 from console.store.database import CONNECT_TIMEOUT_SECONDS, read_json
 from console.store.records import COLUMNS, RECORD_BATCH_IF_MOVED
-from console.store.send_store import SUPPRESSED, SWEPT, RoundTrips, T
+from console.store.send_store import SUPPRESSED, SWEPT, T
 
 # How long a mark or a record may take before it is cancelled and fails.
 STATEMENT_SECONDS = 30.0
-PROBE = select(literal(1))
 # Why a mark changed nothing: the recipient (either form) is on the list, or the sweep
 # finished the attempt.
 SUPPRESSED_NOW = (
@@ -55,21 +53,17 @@ class PostgresSendStore:
     """``SendStore`` on PostgreSQL: transactions on the asyncio engine's pool, marks and
     records on one async connection of their own."""
 
-    claims_ahead = True  # far away, the next claim overlaps the end of a batch
-
     def __init__(self, engine: Engine, group_size: int, connections: int = 1) -> None:
         self._engine = engine
         self.group_size = max(1, group_size)
         self._writer = AsyncWriter(engine, connections)
         self._async_engine = asyncio_engine(engine)
         self._sessions = async_sessionmaker(self._async_engine, expire_on_commit=False)
-        self._round_trips = RoundTrips()
         dialect = engine.dialect
         self._mark = s.prepared(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, dialect)
         self._record_one = s.prepared(s.RECORD_IF_MOVED, dialect)
         self._record_batch = s.prepared(RECORD_BATCH_IF_MOVED, dialect)
         self._suppressed_now = s.prepared(SUPPRESSED_NOW, dialect)
-        self._probe = s.prepared(PROBE, dialect)
 
     async def in_transaction(self, work: Callable[[Session], T]) -> T:
         async with self._sessions() as session:
@@ -92,24 +86,11 @@ class PostgresSendStore:
             _, recorded = await self._writer.run(self._record_batch, arrays, "records")
         return {attempt_id for (attempt_id,) in recorded}
 
-    @property
-    def far(self) -> bool:
-        return self._round_trips.far
-
     async def forget_connections(self) -> None:
         await self._writer.forget()
 
     async def release(self) -> None:
-        """Between batches: a round trip timed on the async connection, nothing else in
-        flight on it (no commit: the distance, not the disk)."""
-        if not self._writer.is_open:
-            return  # nothing written this batch: no connection opened just to time it
-        started = time.perf_counter()
-        try:
-            await self._writer.run(self._probe, {}, "round trip")
-        except DBAPIError:
-            return  # the next batch's claim meets the same database
-        self._round_trips.note(time.perf_counter() - started)
+        """Between batches: the connections stay open for the next batch."""
 
     async def close(self) -> None:
         await self._writer.forget()
@@ -213,8 +194,8 @@ def asyncio_engine(engine: Engine) -> AsyncEngine:
         engine.url.set(drivername="postgresql+psycopg"),
         async_creator=lambda: psycopg.AsyncConnection.connect(**arguments),
         pool_pre_ping=True,
-        pool_size=2,  # the tick's transaction and a claim ahead
-        max_overflow=2,  # what follows the records, a look for critical mail
+        pool_size=2,  # the tick's transaction and a look for critical mail
+        max_overflow=2,  # what follows the records
         hide_parameters=True,
         json_deserializer=read_json,
     )

@@ -24,7 +24,6 @@ class SqliteSendStore:
     """``SendStore`` on SQLite: one writer connection, in the event loop's thread."""
 
     group_size = 1  # each record is its own short transaction
-    claims_ahead = False  # one writer at a time: a claim ahead would only wait for it
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
@@ -59,10 +58,6 @@ class SqliteSendStore:
         except BaseException:
             self._close()
             raise
-
-    @property
-    def far(self) -> bool:
-        return False
 
     async def forget_connections(self) -> None:
         self._close()

@@ -3,9 +3,8 @@
 Each of its transactions is awaited on the send store (``SendStore.in_transaction``): on
 PostgreSQL the sends in flight go on while it waits for the database.
 
-Also what a batch claimed ahead (``claim_ahead``) goes through at the start of its tick:
-the breakers read again, what a lane may no longer send given back, and the critical
-intents due since then claimed beside it.
+Also the critical intents due since a batch was claimed, claimed while it is sent
+(``critical_check``): the breakers read, the critical lane only.
 """
 
 from __future__ import annotations
@@ -13,14 +12,13 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime as dt
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from console.core.lifecycle import Decision
-from console.store import claims, send_guards
+from console.store import claims
 from console.store.statements import DueIntent
 from console.vocabulary import CRITICAL, LANES
 from console.worker.decisions import SendDecisions
@@ -43,8 +41,7 @@ InTransaction = Callable[[Callable[[Session], Any]], Awaitable[Any]]
 
 class BatchClaimer:
     """Claims batches for one worker, each in a transaction of `in_transaction` (the send
-    store's). A claim with `guarded` False (a claim ahead) leaves the guard alone, so it
-    may overlap the sends of the batch before it."""
+    store's)."""
 
     def __init__(
         self,
@@ -63,22 +60,16 @@ class BatchClaimer:
         self.worker_id = worker_id
         self.guard = guard
         self.budget = budget
-        self.claim_seconds: float | None = None  # the last claim's, wall clock
 
-    async def claim(self, now: dt.datetime, *, guarded: bool = True) -> ClaimedBatch:
-        """Lock due intents, screen each, close those not to send, lease the rest; commit.
-        (``claim_seconds`` keeps how long it took.)"""
-        started = time.monotonic()
-        try:
-            return await self._in_transaction(lambda session: self._claim(session, now, guarded))
-        finally:
-            self.claim_seconds = time.monotonic() - started
+    async def claim(self, now: dt.datetime) -> ClaimedBatch:
+        """Lock due intents, screen each, close those not to send, lease the rest; commit."""
+        return await self._in_transaction(lambda session: self._claim(session, now))
 
-    def _claim(self, session: Session, now: dt.datetime, guarded: bool) -> ClaimedBatch:
+    def _claim(self, session: Session, now: dt.datetime) -> ClaimedBatch:
         batch_size = self.settings.batch_size
         granted = None
         lane_limits = None
-        if self.guard and guarded:  # lanes paused by their circuit breaker, or probing
+        if self.guard:  # lanes paused by their circuit breaker, or probing
             lane_limits = self.guard.lane_limits(session, now, batch_size)
         limits = claims.lane_limits_within(batch_size, lane_limits)
         if self.budget:  # the shared rate and quota: critical takes tokens first
@@ -90,7 +81,7 @@ class BatchClaimer:
             lanes = collections.Counter(claim.intent.lane for claim in leased)
             self.budget.settle(session, now, granted, lanes)
         session.commit()
-        if self.guard and guarded:
+        if self.guard:
             self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
         return dataclasses.replace(batch, waiting_for_tokens=batch_size == 0)
 
@@ -140,69 +131,20 @@ class BatchClaimer:
         session.commit()
         return released
 
-    async def claim_beside(self, ahead: ClaimedBatch, now: dt.datetime) -> tuple[ClaimedBatch, int]:
-        """A batch claimed ahead, at the start of its tick, in one transaction: what
-        expired or became ineligible since its claim given back (``_rescreen``); the rest
-        sent as it is when every breaker is closed and no critical intent is due (two
-        reads), else ``_claim_beside``. Returns the batch and how many intents went back."""
-        return await self._in_transaction(lambda session: self._beside(session, ahead, now))
-
-    def _beside(
-        self, session: Session, ahead: ClaimedBatch, now: dt.datetime
-    ) -> tuple[ClaimedBatch, int]:
-        ahead, screened_out = self._rescreen(session, ahead, now)
-        if not claims.critical_due(session.connection(), now) and (
-            not self.guard or self.guard.all_closed(send_guards.read_breakers(session))
-        ):
-            session.commit()
-            return ahead, screened_out
-        batch, released = self._claim_beside(session, ahead, now)
-        return batch, released + screened_out
-
-    def _rescreen(
-        self, session: Session, ahead: ClaimedBatch, now: dt.datetime
-    ) -> tuple[ClaimedBatch, int]:
-        """Expiry and the application's eligibility check, read again at the batch's own
-        tick: an intent that fails them now goes back uncounted, due now, and the next
-        claim closes it as a claim does (expired, ineligible). Suppression is the mark's."""
-        kept, stale = [], []
-        for claim in ahead.leased:
-            decision = self.decisions.at_claim(claim.intent, False, session, now)
-            (kept if decision is None else stale).append(claim)
-        if not stale:
-            return ahead, 0
-        released = claims.release(session, stale, now)
-        return dataclasses.replace(ahead, leased=kept), released
-
     async def claim_critical(self, now: dt.datetime) -> ClaimedBatch | None:
-        """The critical intents due at `now`, claimed as the start of a tick claims them
-        beside a batch claimed ahead (the breakers read, the critical lane only); None
-        when none is due (one read)."""
+        """The critical intents due at `now` (the breakers read as a claim reads them, the
+        critical lane only), leased and committed; None when none is due (one read)."""
         return await self._in_transaction(lambda session: self._critical(session, now))
 
     def _critical(self, session: Session, now: dt.datetime) -> ClaimedBatch | None:
         if not claims.critical_due(session.connection(), now):
             return None
-        return self._claim_beside(session, ClaimedBatch([], []), now)[0]
-
-    def _claim_beside(
-        self, session: Session, ahead: ClaimedBatch, now: dt.datetime
-    ) -> tuple[ClaimedBatch, int]:
-        """A batch claimed ahead, at the start of its tick: the breakers read as a claim reads
-        them; the intents of a lane that may no longer send a full batch given back (no
-        attempt counted); critical intents due since the claim ahead claimed now and put
-        first. Commit; return the batch to send and how many intents went back."""
         batch_size = self.settings.batch_size
         lane_limits = self.guard.lane_limits(session, now, batch_size) if self.guard else None
         limits = claims.lane_limits_within(batch_size, lane_limits)
-        full = {lane for lane, limit in limits.items() if limit >= batch_size}
-        kept = [claim for claim in ahead.leased if claim.intent.lane in full]
-        unwelcome = [claim for claim in ahead.leased if claim.intent.lane not in full]
-        released = claims.release(session, unwelcome, now)
         critical_only = {lane: limits[lane] if lane == CRITICAL else 0 for lane in LANES}
         critical = self._lease_due(session, now, batch_size, critical_only)
         session.commit()
-        leased = sorted(kept + critical.leased, key=lambda c: c.intent.lane != CRITICAL)
         if self.guard:
-            self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
-        return ClaimedBatch(leased, critical.not_sent + ahead.not_sent), released
+            self.guard.release_unused_probes(session, {CRITICAL} if critical.leased else set(), now)
+        return critical

@@ -36,14 +36,12 @@ from console.transports.smtp import envelope_address
 from console.vocabulary import CLAIMED, PENDING
 from console.worker import instruments
 from console.worker.batch_claim import BatchClaimer
-from console.worker.claim_ahead import ClaimAhead
 from console.worker.compose import compose
 from console.worker.compose_ahead import ComposeAhead
 from console.worker.crash_points import CrashPoint
 from console.worker.critical_check import CriticalCheck
 from console.worker.decision_log import (
     log_batch,
-    log_decision,
     log_expired_lease,
     report_not_sent,
     report_records,
@@ -80,7 +78,6 @@ class Worker:
         crash_at: str | None = None,
         guard_policy: GuardPolicy | None = None,
         budget: SendBudget | None = None,
-        claim_ahead: bool = False,
     ) -> None:
         self.session_factory = session_factory
         engine = session_factory.kw["bind"]
@@ -102,10 +99,6 @@ class Worker:
         self._crash_if = CrashPoint(crash_at)
         claimer_parts = (self.decisions, lambda: self.clock(), self.worker_id, self.guard)
         self._claimer = BatchClaimer(self._store.in_transaction, settings, *claimer_parts, budget)
-        # the next batch claimed while a full one ends (a database far away; see claim_ahead)
-        self.claims_ahead = claim_ahead and self._store.claims_ahead and budget is None
-        self.database_far = True  # until the marks are timed, the database may be far
-        self._ahead_claim = ClaimAhead(self._claimer, self._crash_if)
         self._critical = CriticalCheck(self._claimer, enabled=budget is None)  # mid-batch
         relay = getattr(transport, "relay", "relay")
         self._outcomes = OutcomeWriter(settings, self.guard, relay, budget)
@@ -128,7 +121,6 @@ class Worker:
         options.setdefault("guard_policy", GuardPolicy.from_settings(settings))
         options.setdefault("catalog", catalog_for(settings))
         options.setdefault("budget", SendBudget.from_settings(settings))
-        options.setdefault("claim_ahead", True)
         worker = cls(
             make_session_factory(engine),
             make_transport(settings),
@@ -161,10 +153,9 @@ class Worker:
             return
         self._closed = True
         try:
-            self._runner.run(self._give_back_claimed_ahead())
-        finally:
             self._runner.run(self.transport.close())
             self._runner.run(self._store.close())
+        finally:
             self._runner.close()
         if self._owned_engine is not None:
             self._owned_engine.dispose()
@@ -175,7 +166,6 @@ class Worker:
         instruments.record_tick()
         await self._housekeeping(now, report)
         if self.stopping:
-            report.released += await self._give_back_claimed_ahead()
             return report
         leased = await self._claim(now, report)
         report.claimed = len(leased)
@@ -186,40 +176,15 @@ class Worker:
         self._crash_if("claimed")
         started = time.perf_counter()
         await self._send_batch(leased, report)
-        if self.stopping:
-            report.released += await self._give_back_claimed_ahead()
         log_batch(self.worker_id, report.claimed, report.statuses, time.perf_counter() - started)
         return report
 
     async def _claim(self, now: dt.datetime, report: TickReport) -> list[claims.Claim]:
-        """T1 (``BatchClaimer``), or the batch claimed ahead and still allowed to go."""
-        taken = await self._ahead_claim.take(now)
-        if taken is None:
-            batch = await self._claimer.claim(now)
-            self._waiting_for_tokens = batch.waiting_for_tokens
-        else:
-            batch, report.released = taken
+        """T1 (``BatchClaimer``): the batch leased; what it closed unsent counted."""
+        batch = await self._claimer.claim(now)
+        self._waiting_for_tokens = batch.waiting_for_tokens
         report_not_sent(batch.not_sent, report)
         return batch.leased
-
-    def _claim_next_ahead(self, leased: int, waiting: int, began: float) -> None:
-        """Claim the next batch in time if this one was full, the database is not next door
-        and nothing holds the worker back (see claim_ahead)."""
-        full = leased >= self.settings.batch_size
-        held_back = self.stopping or self._refused_lanes or self._ahead_claim.running
-        # next door the claim ahead costs the sends more than it saves
-        if self.claims_ahead and full and self.database_far and not held_back:
-            self._ahead_claim.start_in_time(self.clock(), leased - waiting, waiting, began)
-
-    async def _give_back_claimed_ahead(self) -> int:
-        """Release a batch claimed ahead that will not be sent (a stop, ``close``)."""
-        given_back = await self._ahead_claim.give_back(self.clock())
-        if given_back is None:
-            return 0
-        batch, released = given_back
-        for intent, decision in batch.not_sent:
-            log_decision(decision, intent_id=intent.id, attempt_id=None, stage=None)
-        return released
 
     async def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
         """Heartbeat, take back silent workers' leases, match early provider events; commit.
@@ -242,7 +207,7 @@ class Worker:
         return swept
 
     async def _send_batch(self, leased: list[claims.Claim], report: TickReport) -> None:
-        waiting, began = collections.deque(leased), time.monotonic()
+        waiting = collections.deque(leased)
         held_back: list[tuple[claims.Claim, dt.datetime]] = []  # their domain deferred
         self._refused_lanes = {}
 
@@ -252,7 +217,6 @@ class Worker:
                 if (critical := await self._critical.after_take(waiting, self.clock)) is not None:
                     report.claimed += len(critical.leased)  # due since the claim: next in line
                     report_not_sent(critical.not_sent, report)
-                self._claim_next_ahead(len(leased), len(waiting), began)
                 until = self._refused_lanes.get(claim.intent.lane)
                 if until is None and self._deferral_of(claim.intent.recipient) is not None:
                     # the claim skips a deferred domain: back with its place in the queue
@@ -263,7 +227,6 @@ class Worker:
                     await self._process(claim, report)
 
         lanes = min(self.settings.concurrency, len(leased))
-        self.database_far = self._store.far  # as the marks up to this batch found it
         self._ahead.start(waiting)
         self._critical.start()
         try:

@@ -1,11 +1,10 @@
-"""Benchmark: the worker with its PostgreSQL across a network, claiming ahead or not.
+"""Benchmark: the worker with its PostgreSQL across a network.
 
 A proxy in a process of its own holds each direction of the worker's database
 connections for half the round trip (0: no proxy; the round trip a `SELECT 1` then
 takes is printed too: the proxy's timers add to the nominal one). For each round trip the same
-backlog is drained with the claim ahead off and on, alternately, `--repeat` times;
-the medians and their ratio are printed. The sink next door offers PIPELINING and
-CHUNKING.
+backlog is drained `--repeat` times; the median and the runs are printed. The sink
+next door offers PIPELINING and CHUNKING.
 
     python -m tests.bench.bench_database_latency                       # 0 and 1 ms
     python -m tests.bench.bench_database_latency --rtt-ms 2 -n 2000 --connections 1
@@ -48,14 +47,13 @@ def round_trip_ms(url: str, queries: int = 200) -> float:
     return 1000 * elapsed / queries
 
 
-def drain_rate(cluster, sink, proxy, count: int, connections: int, claim_ahead: bool) -> float:
+def drain_rate(cluster, sink, proxy, count: int, connections: int) -> float:
     """Messages a second one worker sends from a fresh backlog of `count` intents."""
     url = database_url("postgresql", cluster, Path(tempfile.gettempdir()), next(_numbers))
     engine, session_factory, worker = bench_worker(
         url_through(url, proxy.port) if proxy else url, sink.url, connections
     )
     enqueue_orders(session_factory, count)
-    worker.claims_ahead = claim_ahead
     try:
         return count / drain_seconds(worker)
     finally:
@@ -74,23 +72,20 @@ def main(argv: list[str] | None = None) -> None:
     cluster = pgcluster.start_cluster(durable=True)
     sink = SubprocessSMTPServer.start(pipelining=True, chunking=True)
     print(f"PostgreSQL behind a delaying proxy; {args.connections} connections; msg/s")
-    print(f"{'rtt ms':>7}{'measured':>9}{'claim ahead off':>17}{'on':>7}{'on/off':>8}   (runs)")
+    print(f"{'rtt ms':>7}{'measured':>9}{'median':>9}   (runs)")
     try:
         for rtt_ms in args.rtt_ms:
             proxy = SubprocessDelayProxy(cluster.port, rtt_ms / 2000) if rtt_ms else None
             url = pgcluster.create_database(cluster, f"rtt{next(_numbers)}")
             measured = round_trip_ms(url_through(url, proxy.port) if proxy else url)
-            runs: dict[bool, list[float]] = {False: [], True: []}
-            for _ in range(args.repeat):
-                for ahead in (False, True):
-                    rate = drain_rate(cluster, sink, proxy, args.messages, args.connections, ahead)
-                    runs[ahead].append(rate)
+            runs = [
+                drain_rate(cluster, sink, proxy, args.messages, args.connections)
+                for _ in range(args.repeat)
+            ]
             if proxy:
                 proxy.stop()
-            off, on = statistics.median(runs[False]), statistics.median(runs[True])
-            pairs = zip(runs[False], runs[True], strict=True)
-            each = ", ".join(f"{a:.0f}/{b:.0f}" for a, b in pairs)
-            figures = f"{rtt_ms:>7g}{measured:>9.2f}{off:>17.0f}{on:>7.0f}{on / off:>8.2f}"
+            each = ", ".join(f"{rate:.0f}" for rate in runs)
+            figures = f"{rtt_ms:>7g}{measured:>9.2f}{statistics.median(runs):>9.0f}"
             print(f"{figures}   ({each})", flush=True)
     finally:
         sink.stop()

@@ -123,7 +123,7 @@ def worker_with_backlog(url: str, smtp_url: str, count: int, connections: int):
 
 def bench_worker(url: str, smtp_url: str, connections: int):
     """The engine, its session factory and a worker set up as `console worker` runs (the
-    breaker on, claims ahead on PostgreSQL) over `connections` SMTP connections."""
+    breaker on) over `connections` SMTP connections."""
     engine = make_engine(url)
     session_factory = make_session_factory(engine)
     settings = WorkerSettings(
@@ -133,9 +133,7 @@ def bench_worker(url: str, smtp_url: str, connections: int):
         concurrency=connections,
     )
     transport = SmtpTransport(smtp_url, connections=connections, timeout_seconds=30)
-    worker = Worker(
-        session_factory, transport, settings, guard_policy=GuardPolicy(), claim_ahead=True
-    )
+    worker = Worker(session_factory, transport, settings, guard_policy=GuardPolicy())
     return engine, session_factory, worker
 
 

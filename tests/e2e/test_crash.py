@@ -17,7 +17,6 @@ from console.models import Attempt, Intent
 from console.outbox import enqueue
 from console.transports.memory import MemoryTransport
 from console.vocabulary import AMBIGUOUS, DATA_SENT, PENDING, SENDING, SUBMITTED
-from tests.support.delay_proxy import url_through
 from tests.support.smtp_server import ScriptedSMTPServer
 from tests.support.worker_runs import (
     INTENTS_PER_SCENARIO,
@@ -221,40 +220,6 @@ def test_a_stale_worker_changes_nothing(moment, session_factory, make_worker, cl
         assert intent.status == AMBIGUOUS and attempts[0].outcome == "ambiguous"
     with session_factory() as session:
         assert session.execute(select(func.count()).select_from(Intent)).scalar_one() == 1
-
-
-# --- the claim ahead (PostgreSQL): killed with the next batch leased, not yet sent ---
-
-
-@pytest.mark.postgres
-def test_sigkill_with_a_batch_claimed_ahead_then_restart_sends_each_once(
-    request, tmp_path, pg_far_port
-):
-    url = new_database("postgresql", request, tmp_path)
-    recipients = enqueue_scenario(url, 50, ORDER) + enqueue_scenario(url, 51, ORDER)
-    with ScriptedSMTPServer() as server:
-        # across a network: the worker claims ahead
-        killed_at("claimed_ahead", url_through(url, pg_far_port), server, tmp_path, BATCH_SIZE="2")
-        held_ahead = [
-            row.id
-            for row in intent_rows(url)
-            if row.status == SENDING and attempt_outcomes(url, row.id, Attempt.stage) == ["claimed"]
-        ]
-        # the batch claimed ahead, and maybe the last email of the batch in flight if its
-        # send had not reached the mark yet (a busy machine): none of them handed over
-        assert len(held_ahead) >= 2, "killed holding the batch claimed ahead"
-
-        delivered = restart_until_settled(url, server, tmp_path)
-
-    rows = intent_rows(url)
-    assert len(rows) == len(recipients), "nothing lost"
-    assert set(delivered.values()) == {1}, "no Message-ID received twice"
-    for row in rows:
-        if row.id in held_ahead:  # never handed over: retried once the lease expired
-            assert row.status == SUBMITTED and delivered[row.message_id] == 1
-            assert attempt_outcomes(url, row.id) == ["transient", "accepted"]
-        elif row.status != AMBIGUOUS:  # the batch in flight at the kill may be unknown
-            assert row.status == SUBMITTED and delivered[row.message_id] == 1
 
 
 # --- outcomes recorded together (PostgreSQL next door): killed with a group waiting ---
