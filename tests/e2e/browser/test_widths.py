@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from console.web.extensions import db
-from tests.support.browser_console import log_in
+from tests.support.browser_console import add_intent, log_in
 from tests.support.console_states import add_every_state, page_problems, pages
 
 pytestmark = pytest.mark.browser
@@ -71,3 +71,52 @@ def test_every_page_fits_and_reads_cleanly(live_console, chromium, states, usern
     finally:
         context.close()
     assert found == {}
+
+
+# each row's status and provider report, and whether any part of it lies past the screen's edge
+ROW_STATES = """() => [...document.querySelectorAll('#result-table tbody tr')].map((row) => {
+  const parts = [...row.querySelectorAll('.status, .fact')];
+  return {
+    id: row.id,
+    words: parts.map((part) => part.textContent.trim()),
+    off_screen: parts.some((part) => part.getBoundingClientRect().right > window.innerWidth),
+  };
+})"""
+
+
+@pytest.fixture(scope="module")
+def bounced(live_console):
+    from console.models import Intent, utcnow
+
+    intent_id = add_intent(live_console, "order:4711:confirmation", "submitted", "order:4711")
+    with live_console.app.app_context():
+        db.session.query(Intent).filter_by(id=intent_id).update(
+            {"bounced_at": utcnow(), "bounce_type": "permanent"}
+        )
+        db.session.commit()
+    return intent_id
+
+
+@pytest.mark.parametrize("width", [390, 1366])
+def test_each_search_result_shows_its_status_and_report_without_a_sideways_scroll(
+    live_console, chromium, bounced, width
+):
+    context = chromium.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    try:
+        log_in(page, live_console, "vic")
+        page.goto(live_console.url("/intents?q=ORDER-4711"))
+        page.wait_for_selector(f"#intent-{bounced} .fact")
+        rows = page.evaluate(ROW_STATES)
+        scrolling = page.evaluate(SCROLLING_TABLES)
+    finally:
+        context.close()
+    assert rows == [
+        {
+            "id": f"intent-{bounced}",
+            "words": ["submitted", "bounced (permanent)"],
+            "off_screen": False,
+        }
+    ]
+    assert scrolling == []
