@@ -120,7 +120,8 @@ def main() -> None:
     """Operator console and worker for transactional email.
 
     Settings are CONSOLE_* environment variables: CONSOLE_DATABASE_URL (default:
-    SQLite under instance/), CONSOLE_SMTP_URL (the relay), CONSOLE_SECRET_KEY...
+    SQLite under instance/), CONSOLE_SMTP_URL (the relay), CONSOLE_SECRET_KEY (the
+    session signing key) and more; docs/configuration.md lists every one.
     """
 
 
