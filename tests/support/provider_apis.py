@@ -232,7 +232,7 @@ def sendgrid_role(api_key: str) -> Role:
             "too-large": errors(413, "The JSON payload you have included is too large", None),
         },
         throttled=errors(429, "too many requests", None),
-        lookup_path=re.compile(r"^/v3/messages$"),
+        lookup_path=re.compile(r"^/v3/messages(/[^/]+)?$"),
         lookup=sendgrid_activity,
     )
 
@@ -248,6 +248,8 @@ _ACTIVITY_CONDITION = re.compile(
 
 
 def sendgrid_activity(query: dict[str, list[str]], sends: list[dict[str, Any]]) -> Canned:
+    if query.get("path", [""])[0].startswith("/v3/messages/"):
+        return sendgrid_message_details(query["path"][0].rsplit("/", 1)[1], sends)
     conditions = [
         _ACTIVITY_CONDITION.fullmatch(part.strip())
         for part in query.get("query", [""])[0].split(" AND ")
@@ -270,6 +272,24 @@ def sendgrid_activity(query: dict[str, list[str]], sends: list[dict[str, Any]]) 
         for s in found
     ]
     return as_json(200, {"messages": messages})
+
+
+# https://www.twilio.com/docs/sendgrid/api-reference/email-activity/filter-messages-by-message-id
+# (GET /v3/messages/{msg_id}: the list's fields and more, the custom args in `unique_args`).
+def sendgrid_message_details(msg_id: str, sends: list[dict[str, Any]]) -> Canned:
+    found = [s for s in sends if msg_id.startswith(f"{s['id']}.")]
+    if not found:
+        return as_json(404, {"errors": [{"message": "message not found"}]})
+    fields = found[0]["fields"]
+    return as_json(
+        200,
+        {
+            "msg_id": msg_id,
+            "to_email": fields["personalizations"][0]["to"][0]["email"],
+            "status": "delivered",
+            "unique_args": json.dumps(fields.get("custom_args", {})),
+        },
+    )
 
 
 def _activity_matches(condition: re.Match[str], fields: dict[str, Any]) -> bool:
@@ -418,7 +438,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._answer(as_json(200, {"Messages": "none", "items": 3}))
         if behaviour == "huge":
             return self._answer(Canned(200, b'{"pad": "' + b"x" * (1 << 20) + b'"}'))
-        self._answer(role.lookup(parse_qs(query), sends))
+        self._answer(role.lookup({**parse_qs(query), "path": [path]}, sends))
 
     def _play(self, role: Role, behaviour: str, fields: dict[str, Any]) -> None:
         if behaviour in role.errors:

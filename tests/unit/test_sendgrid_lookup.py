@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 from urllib.parse import parse_qs, urlsplit
 
-from console.core.asking import FAILED, FOUND, NOT_FOUND, Question
+from console.core.asking import FAILED, FOUND, Question
 from console.events.metadata import reference_for
 from console.transports.answers import Reply
 from console.transports.lookup_core import ProviderLookup
@@ -48,18 +49,27 @@ def test_a_recipient_that_cannot_be_quoted_is_a_failed_lookup_not_a_request():
 
 
 def test_found_takes_the_x_message_id_from_the_activity_msg_id():
-    message = {"msg_id": "abc123.filter0004p3las1-2776-5ACA5525-31.1", "status": "delivered"}
-    finding = API.finding(
-        reply({"messages": [{**message, "to_email": "ada@example.com"}]}), QUESTION
-    )
+    msg_id = "abc123.filter0004p3las1-2776-5ACA5525-31.1"
+    listed = {"msg_id": msg_id, "to_email": "ada@example.com", "status": "delivered"}
+    reference = reference_for(QUESTION.intent_id, QUESTION.message_id)
+    details = {**listed, "unique_args": json.dumps({"outbox_ref": reference})}
+    answers = {
+        "/v3/messages": reply({"messages": [listed]}),
+        f"/v3/messages/{msg_id}": reply(details),
+    }
+
+    async def get(url, headers):
+        return answers[urlsplit(url).path]
+
+    finding = asyncio.run(API.ask(get, QUESTION))
     assert finding.said == FOUND
     [event] = finding.events
     assert event.provider_message_id == "abc123"
-    assert event.other_provider_ids == (message["msg_id"],)
+    assert event.other_provider_ids == (msg_id,)
     assert "settled by asking SendGrid" in event.diagnostic
 
 
 def test_a_message_to_someone_else_or_an_odd_answer_is_not_ours():
     other = {"msg_id": "x.filter1", "to_email": "bob@example.com", "status": "delivered"}
-    assert API.finding(reply({"messages": [other, "junk", {}]}), QUESTION).said == NOT_FOUND
-    assert API.finding(reply({"messages": {"msg_id": "x"}}), QUESTION).said == FAILED
+    assert API.candidates(reply({"messages": [other, "junk", {}]}), QUESTION) == []
+    assert API.candidates(reply({"messages": {"msg_id": "x"}}), QUESTION) is None
