@@ -65,6 +65,11 @@ def ask_now(
 def _words(provider: str, question, finding: Finding, action: str, report: AskReport) -> str:
     if finding.said == FOUND:
         return f"Settled by asking {provider}: it has the message."
+    if finding.unanswered:
+        return (
+            f"No answer yet from {provider} ({finding.detail}); nothing changed. "
+            "The reconcile job asks again."
+        )
     if finding.said == FAILED:
         return f"{provider} could not be asked ({finding.detail}); nothing changed."
     if action == RESEND_NOW and report.resent:

@@ -7,8 +7,10 @@ competes with sending; no transaction is open while the provider is asked.
 Postmark (its message search), Mailgun (its event log) and SendGrid (its Email
 Activity) can answer; Resend finds a message only by its own id, which an
 ambiguous send lacks (a retry with the same idempotency key is its way), and
-SES has no lookup: their events settle a send. Lookups that keep failing raise
-an alert (``console.ops.lookup_alerts``).
+SES has no lookup: their events settle a send. Each lookup has one deadline;
+a provider that gives no answer by it ends the run (the rest wait for the next
+one), so stopping the process waits at most that deadline. Lookups that keep
+failing raise an alert (``console.ops.lookup_alerts``).
 """
 
 from __future__ import annotations
@@ -107,6 +109,8 @@ def run(
         with session_factory() as session:
             apply_answer(session, lookup.provider, question, finding, action, report)
             session.commit()
+        if finding.unanswered:
+            break
     lookup_alerts.after_run(session_factory, settings, lookup, report.asked, clock())
     return report
 

@@ -1,15 +1,20 @@
-"""Ask a provider whether it has a message: one bounded GET, read as untrusted input.
+"""Ask a provider whether it has a message: bounded GETs under one deadline, untrusted answers.
 
 A provider module gives a ``LookupApi``: the request for a ``Question`` and how
 its answer becomes a ``Finding`` (found, with the provider's facts as
-``ReportedEvent``s; not found; or failed). ``ProviderLookup`` sends it and never
-raises: a refused, failed, slow, oversized or strange answer is ``FAILED``; it
-counts the failures in a row since the provider last answered.
+``ReportedEvent``s; not found; or failed); one that must confirm what it found
+with further requests gives ``ask(get, question)`` instead. ``ProviderLookup``
+sends them and never raises: a refused, failed, slow, oversized or strange
+answer is ``FAILED``. Connecting and reading every answer of one lookup share
+one deadline, however slowly the bytes come. It counts the failures in a row
+since the provider last answered.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import httpx
@@ -20,6 +25,8 @@ from console.transports.answers import Reply, clean_text
 
 MAX_LOOKUP_BYTES = 256 * 1024  # a page of at most 100 records of a few hundred bytes
 
+Get = Callable[[str, dict[str, str]], Awaitable[Reply]]
+
 
 @dataclasses.dataclass(frozen=True)
 class Finding:
@@ -28,6 +35,7 @@ class Finding:
     said: str  # console.core.asking: FOUND, NOT_FOUND or FAILED
     events: tuple[ReportedEvent, ...] = ()
     detail: str = ""
+    unanswered: bool = False  # FAILED because the provider gave no answer by the deadline
 
     @classmethod
     def of(cls, provider: str, events: tuple[ReportedEvent, ...]) -> Finding:
@@ -46,13 +54,19 @@ class LookupApi(Protocol):
     def finding(self, reply: Reply, question: Question) -> Finding: ...
 
 
+def refused(provider: str, reply: Reply) -> Finding:
+    """FAILED for an answer that is not a 200, with the provider's first words."""
+    said = clean_text(reply.body[:200].decode("utf-8", "replace")) or reply.reason_phrase
+    return Finding(FAILED, detail=f"{provider} answered {reply.status}: {said}")
+
+
 class ProviderLookup:
     """Ask one provider's lookup API about ambiguous sends, one question at a time."""
 
     def __init__(self, api: LookupApi, *, timeout_seconds: float = 10.0) -> None:
         self.api = api
         self.provider = api.provider
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout_seconds), follow_redirects=False)
+        self.deadline_seconds = timeout_seconds
         self.failures_in_a_row = 0
         self.last_failure = ""
 
@@ -61,7 +75,10 @@ class ProviderLookup:
 
     def ask(self, question: Question) -> Finding:
         """The provider's answer about `question`'s message; FAILED rather than raising."""
-        finding = self._answer(question)
+        try:
+            finding = asyncio.run(self._within_deadline(question))
+        except Exception as error:  # noqa: BLE001 - every failure is a finding
+            finding = Finding(FAILED, detail=f"{type(error).__name__}: {error}"[:300])
         if finding.said == FAILED:
             self.failures_in_a_row += 1
             self.last_failure = finding.detail
@@ -69,32 +86,47 @@ class ProviderLookup:
             self.failures_in_a_row = 0
         return finding
 
-    def _answer(self, question: Question) -> Finding:
+    async def _within_deadline(self, question: Question) -> Finding:
+        """The finding, or FAILED and unanswered once the deadline has passed."""
+        timeout = httpx.Timeout(self.deadline_seconds)
         try:
-            reply = self._get(*self.api.request(question))
-        except Exception as error:  # noqa: BLE001 - every failure is a finding
-            return Finding(FAILED, detail=f"{type(error).__name__}: {error}"[:300])
+            async with asyncio.timeout(self.deadline_seconds):
+                async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
+                    return await self._asked(_getter(client), question)
+        except TimeoutError:
+            detail = f"{self.provider} gave no answer within {self.deadline_seconds:g} s"
+            return Finding(FAILED, detail=detail, unanswered=True)
+
+    async def _asked(self, get: Get, question: Question) -> Finding:
+        asks = getattr(self.api, "ask", None)
+        if asks is not None:
+            return await asks(get, question)
+        reply = await get(*self.api.request(question))
         if reply.status != 200:
-            said = clean_text(reply.body[:200].decode("utf-8", "replace")) or reply.reason_phrase
-            return Finding(FAILED, detail=f"{self.provider} answered {reply.status}: {said}")
+            return refused(self.provider, reply)
         try:
             return self.api.finding(reply, question)
         except Exception as error:  # noqa: BLE001 - a strange answer is a failed lookup
             return Finding(FAILED, detail=f"unreadable answer ({type(error).__name__})")
 
-    def _get(self, url: str, headers: dict[str, str]) -> Reply:
+    def close(self) -> None:
+        """Nothing is held between lookups: each opens and closes its own connections."""
+
+
+def _getter(client: httpx.AsyncClient) -> Get:
+    async def get(url: str, headers: dict[str, str]) -> Reply:
+        """GET `url`, reading at most MAX_LOOKUP_BYTES of the answer."""
         headers = {**headers, "Accept-Encoding": "identity"}
-        with self._client.stream("GET", url, headers=headers) as response:
+        async with client.stream("GET", url, headers=headers) as response:
             chunks, size = [], 0
-            for chunk in response.iter_bytes():
+            async for chunk in response.aiter_bytes():
                 chunks.append(chunk)
                 size += len(chunk)
                 if size > MAX_LOOKUP_BYTES:
                     break
-            body = b"".join(chunks)
+            body = b"".join(chunks)[:MAX_LOOKUP_BYTES]
             complete = size <= MAX_LOOKUP_BYTES
             status, reason = response.status_code, response.reason_phrase
-            return Reply(status, response.headers, body[:MAX_LOOKUP_BYTES], complete, reason)
+            return Reply(status, response.headers, body, complete, reason)
 
-    def close(self) -> None:
-        self._client.close()
+    return get
