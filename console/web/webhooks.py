@@ -5,8 +5,9 @@
 auth), ``/webhooks/mailgun`` (Mailgun's HMAC and token), ``/webhooks/sendgrid``
 (ECDSA). Each is authenticated by its provider's scheme, not by a session, so
 they are exempt from CSRF; one whose secret is not configured answers 503.
-Each answers 2xx only after the transaction holding the events commits; any
-failure before that answers 4xx/5xx and the provider delivers again. A signed
+Each answers 2xx only after the transactions holding the events commit (a large
+batch in chunks of CHUNK_EVENTS, each idempotent); any failure before that
+answers 4xx/5xx and the provider delivers again, which stores nothing twice. A signed
 request whose key was already recorded (``console.store.events``, shared
 by every process) is refused with 409.
 
@@ -35,7 +36,7 @@ from console.events import (
 )
 from console.models import utcnow
 from console.store import events
-from console.store.events import record_events
+from console.store.events import RecordSummary, record_events
 from console.web.extensions import current_settings, db
 from console.web.security import csrf_exempt
 
@@ -48,6 +49,7 @@ MAX_BODY_BYTES = 512 * 1024  # an SNS message is at most 256 KiB
 MAX_BATCH_BYTES = 4 * 1024 * 1024  # a SendGrid batch (SendGrid posts up to about 768 KiB)
 CERTIFICATES_EXTENSION = "console.sns_certificates"  # a sns.CertificateCache
 SUBSCRIBE_VISITOR_EXTENSION = "console.sns_subscribe_visitor"  # a sns.UrlVisitor
+CHUNK_EVENTS = 500  # events a transaction: a large batch never holds the database for long
 
 
 def _body(limit: int = MAX_BODY_BYTES) -> bytes:
@@ -75,18 +77,33 @@ def _record(
 ):
     """Record verified events and answer 200 once committed; refuse a replayed request.
 
-    A signed request is a replay when its `replay_key` (provider, key, window in
-    seconds) was recorded before; an unsigned one (`refuse_duplicates`) when
-    every event it carries was recorded before.
+    Events are committed CHUNK_EVENTS at a time, so other writers get the database
+    between chunks; each chunk is idempotent (UNIQUE source event ids). A signed
+    request is a replay when its `replay_key` (provider, key, window in seconds)
+    was recorded before: the key is kept with the last chunk, so a request that
+    failed part-way is accepted again and completes. An unsigned one
+    (`refuse_duplicates`) is a replay when every event it carries was recorded before.
     """
     now = utcnow()
-    if replay_key is not None:
-        _claim_key(*replay_key, now)
-    summary = record_events(db.session, events, now=now)
-    db.session.commit()
-    if refuse_duplicates and summary.duplicates and not summary.inserted:
-        return jsonify(error="already recorded, do not retry", **summary.as_dict()), 409
-    return jsonify(status="recorded", **summary.as_dict()), 200
+    chunks = [events[i : i + CHUNK_EVENTS] for i in range(0, len(events), CHUNK_EVENTS)] or [[]]
+    total = RecordSummary()
+    for number, chunk in enumerate(chunks, start=1):
+        if number == len(chunks) and replay_key is not None:
+            _claim_key(*replay_key, now)
+        summary = record_events(db.session, chunk, now=now)
+        db.session.commit()
+        total = _added(total, summary)
+    if refuse_duplicates and total.duplicates and not total.inserted:
+        return jsonify(error="already recorded, do not retry", **total.as_dict()), 409
+    return jsonify(status="recorded", **total.as_dict()), 200
+
+
+def _added(left: RecordSummary, right: RecordSummary) -> RecordSummary:
+    return RecordSummary(
+        inserted=left.inserted + right.inserted,
+        duplicates=left.duplicates + right.duplicates,
+        matched=left.matched + right.matched,
+    )
 
 
 # A signed request already recorded: 409, but 406 for Mailgun, which retries every other
