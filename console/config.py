@@ -50,7 +50,6 @@ class Settings:
     secret_key: str
     smtp_url: str = "smtp://127.0.0.1:1025"
     smtp_connections: int = 4
-    record_group: int | None = None  # None: 2 a connection with several, else 1
     smtp_timeout_seconds: float = 30.0
     smtp_ehlo_name: str | None = None  # None: the FQDN, else an address literal
     smtp_discard_ehlo_keywords: frozenset[str] = frozenset()  # offered, but not to be used
@@ -132,7 +131,6 @@ _PARSERS = {
     "CONSOLE_SECRET_KEY": ("secret_key", secret_key_setting),
     "CONSOLE_SMTP_URL": ("smtp_url", values.smtp_url),
     "CONSOLE_SMTP_CONNECTIONS": ("smtp_connections", values.positive_int),
-    "CONSOLE_RECORD_GROUP": ("record_group", values.positive_int),
     "CONSOLE_SMTP_TIMEOUT_SECONDS": ("smtp_timeout_seconds", values.positive_float),
     "CONSOLE_SMTP_EHLO_NAME": ("smtp_ehlo_name", _ehlo_name),
     "CONSOLE_SMTP_DISCARD_EHLO_KEYWORDS": ("smtp_discard_ehlo_keywords", values.ehlo_keywords),

@@ -90,9 +90,7 @@ SERIAL_FILES = {
     "tests/integration/test_busy_database.py",
     "tests/integration/test_critical_check.py",
 }
-SERIAL_TESTS = {
-    "tests/e2e/test_crash.py::test_sigkill_with_outcomes_waiting_together_leaves_at_most_two_groups_unknown",
-}
+SERIAL_TESTS: set[str] = set()
 
 
 def pytest_collection_modifyitems(items) -> None:

@@ -1,9 +1,8 @@
 """T2 of the send loop, the records: what an attempt writes once the relay has answered.
 
-The per-message writes (the ``data_sent`` mark, the outcome recorded under the lease), the
-records of several attempts in one PostgreSQL statement, and the release of an intent whose
-attempt the relay refused at the session level. Each is guarded by the lease token, so a
-stale worker changes nothing.
+The per-message writes (the ``data_sent`` mark, the outcome recorded under the lease) and
+the release of an intent whose attempt the relay refused at the session level. Each is
+guarded by the lease token, so a stale worker changes nothing.
 """
 
 from __future__ import annotations
@@ -11,28 +10,15 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import (
-    BigInteger,
-    Connection,
-    Engine,
-    Integer,
-    String,
-    bindparam,
-    func,
-    null,
-    select,
-    update,
-)
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import Connection, Engine, bindparam
 
 from console.core.classify import enhanced_status_of
 from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.core.send_result import SendResult
-from console.model_columns import UTCDateTime
 from console.store import statements as s
 from console.store.claims import Claim
-from console.vocabulary import SENDING, SUBMITTED
+from console.vocabulary import SUBMITTED
 
 # Attempt records ---------------------------------------------------------------------------------
 #
@@ -124,7 +110,7 @@ def record_values(
     decision: Decision,
     now: dt.datetime,
 ) -> dict[str, Any]:
-    """The values T2 binds for one attempt (``record_outcome``, ``RECORD_BATCH_IF_MOVED``)."""
+    """The values T2 binds for one attempt (``record_outcome``)."""
     submitted = decision.status == SUBMITTED
     return dict(
         b_id=claim.intent.id,
@@ -166,88 +152,6 @@ def _enhanced_status(result: SendResult) -> str | None:
     if result.protocol != "smtp":
         return result.enhanced_status
     return result.enhanced_status or enhanced_status_of(result.reply_text)
-
-
-# Records as arrays (PostgreSQL) ------------------------------------------------------------------
-#
-# PostgreSQL: the T2 records of several attempts in one statement, their values as arrays.
-#
-# Each record is still the compare-and-set of its own lease (``HELD_BY_THIS_LEASE``, row by row):
-# an intent this worker no longer holds is left as it is and its attempt is not finished, exactly
-# as ``record_outcome`` leaves it. The statement is atomic, so the records it carries are committed
-# together, in one round trip and one commit instead of one each: next to the database, the round
-# trip and the statement's own overhead cost the event loop more than the rows' writes
-# (docs/benchmarks.md).
-
-# Each record's values (the keys of ``record_values``) and their array types.
-COLUMNS = (
-    ("b_id", BigInteger),
-    ("b_token", String),
-    ("b_status", String),
-    ("b_reason", String),
-    ("b_now", UTCDateTime),
-    ("b_next_attempt_at", UTCDateTime),
-    ("b_submitted_at", UTCDateTime),
-    ("b_submitted_provider_id", String),
-    ("b_attempt_id", BigInteger),
-    ("b_stage", String),
-    ("b_outcome", String),
-    ("b_reply_code", Integer),
-    ("b_enhanced_status", String),
-    ("b_reply_text", String),
-    ("b_error", String),
-    ("b_provider_message_id", String),
-    ("b_duration_ms", Integer),
-)
-
-
-def _rows():
-    arrays = [bindparam(name, type_=ARRAY(item_type())) for name, item_type in COLUMNS]
-    table = func.unnest(*arrays).table_valued(*(name for name, _ in COLUMNS)).render_derived()
-    return select(table).cte("records")
-
-
-_ROWS = _rows()
-_R = _ROWS.c
-_MOVED = (
-    update(s.INTENT)
-    .where(
-        s.INTENT.c.id == _R.b_id,
-        s.INTENT.c.status.is_not_distinct_from(SENDING),
-        s.INTENT.c.lease_token.is_not_distinct_from(_R.b_token),
-    )
-    .values(
-        status=_R.b_status,
-        status_reason=_R.b_reason,
-        lease_token=null(),
-        lease_expires_at=null(),
-        updated_at=_R.b_now,
-        next_attempt_at=func.coalesce(_R.b_next_attempt_at, s.INTENT.c.next_attempt_at),
-        submitted_at=func.coalesce(_R.b_submitted_at, s.INTENT.c.submitted_at),
-        provider_message_id=func.coalesce(
-            _R.b_submitted_provider_id, s.INTENT.c.provider_message_id
-        ),
-    )
-    .returning(s.INTENT.c.id)
-    .cte("moved")
-)
-RECORD_BATCH_IF_MOVED = (
-    update(s.ATTEMPT)
-    .where(s.ATTEMPT.c.id == _R.b_attempt_id, _R.b_id.in_(select(_MOVED.c.id)))
-    .values(
-        stage=_R.b_stage,
-        finished_at=_R.b_now,
-        outcome=_R.b_outcome,
-        reply_code=_R.b_reply_code,
-        enhanced_status=_R.b_enhanced_status,
-        reply_text=_R.b_reply_text,
-        error=_R.b_error,
-        provider_message_id=_R.b_provider_message_id,
-        duration_ms=_R.b_duration_ms,
-    )
-    .add_cte(_MOVED)
-    .returning(s.ATTEMPT.c.id)
-)
 
 
 # Sessions the relay refused ----------------------------------------------------------------------

@@ -27,8 +27,6 @@ SUPPRESSED, SWEPT = "suppressed", "swept"  # why a mark was refused
 class SendStore(Protocol):
     """What the send loop asks of the database: its transactions, the marks, the records."""
 
-    group_size: int  # the most records one ``record_all`` carries
-
     async def in_transaction(self, work: Callable[[Session], T]) -> T:
         """Run `work` with a session of its own and return what it returns; the session
         is closed after it, rolling back what `work` did not commit; it connects when
@@ -41,9 +39,9 @@ class SendStore(Protocol):
         why not (``SUPPRESSED``: the recipient is on the list; ``SWEPT``: the lease was
         taken back)."""
 
-    async def record_all(self, values: list[dict[str, Any]]) -> set[int]:
-        """Record the outcomes (``records.record_values`` each), each only while its lease
-        holds; committed on return. The ids of the attempts recorded."""
+    async def record(self, values: dict[str, Any]) -> bool:
+        """Record one outcome (``records.record_values``) only while its lease holds;
+        committed on return. False when the lease was lost: nothing changed."""
 
     async def forget_connections(self) -> None:
         """After an error: the next write starts on fresh connections."""
@@ -55,14 +53,13 @@ class SendStore(Protocol):
         """The worker stops: close every connection."""
 
 
-def send_store_for(engine: Engine, group_size: int = 1, connections: int = 1) -> SendStore:
-    """The send store of `engine`'s database; `group_size`: the records one PostgreSQL
-    statement may carry, `connections`: the most its marks and records may use at once
-    (SQLite records one at a time, on one connection)."""
+def send_store_for(engine: Engine, connections: int = 1) -> SendStore:
+    """The send store of `engine`'s database; `connections`: the most its marks and
+    records may use at once on PostgreSQL (SQLite writes on one connection)."""
     if engine.dialect.name == "postgresql":
         from console.store.send_store_postgres import PostgresSendStore  # psycopg: only here
 
-        return PostgresSendStore(engine, group_size, connections)
+        return PostgresSendStore(engine, connections)
     from console.store.send_store_sqlite import SqliteSendStore
 
     return SqliteSendStore(engine)

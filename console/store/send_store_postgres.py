@@ -35,7 +35,6 @@ from sqlalchemy.orm import Session
 from console.store import statements as s
 from console.store import suppressions
 from console.store.database import CONNECT_TIMEOUT_SECONDS, read_json
-from console.store.records import COLUMNS, RECORD_BATCH_IF_MOVED
 from console.store.send_store import SUPPRESSED, SWEPT, T
 
 # How long a mark or a record may take before it is cancelled and fails.
@@ -53,16 +52,14 @@ class PostgresSendStore:
     """``SendStore`` on PostgreSQL: transactions on the asyncio engine's pool, marks and
     records on one async connection of their own."""
 
-    def __init__(self, engine: Engine, group_size: int, connections: int = 1) -> None:
+    def __init__(self, engine: Engine, connections: int = 1) -> None:
         self._engine = engine
-        self.group_size = max(1, group_size)
         self._writer = AsyncWriter(engine, connections)
         self._async_engine = asyncio_engine(engine)
         self._sessions = async_sessionmaker(self._async_engine, expire_on_commit=False)
         dialect = engine.dialect
         self._mark = s.prepared(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, dialect)
         self._record_one = s.prepared(s.RECORD_IF_MOVED, dialect)
-        self._record_batch = s.prepared(RECORD_BATCH_IF_MOVED, dialect)
         self._suppressed_now = s.prepared(SUPPRESSED_NOW, dialect)
 
     async def in_transaction(self, work: Callable[[Session], T]) -> T:
@@ -78,13 +75,9 @@ class PostgresSendStore:
         _, found = await self._writer.run(self._suppressed_now, {"b_forms": forms}, "lookup")
         return SUPPRESSED if found else SWEPT
 
-    async def record_all(self, values: list[dict[str, Any]]) -> set[int]:
-        if len(values) == 1:  # its values as they are: adapting arrays costs more than the row
-            _, recorded = await self._writer.run(self._record_one, values[0], "record")
-        else:
-            arrays = {name: [record[name] for record in values] for name, _ in COLUMNS}
-            _, recorded = await self._writer.run(self._record_batch, arrays, "records")
-        return {attempt_id for (attempt_id,) in recorded}
+    async def record(self, values: dict[str, Any]) -> bool:
+        _, recorded = await self._writer.run(self._record_one, values, "record")
+        return bool(recorded)
 
     async def forget_connections(self) -> None:
         await self._writer.forget()

@@ -23,8 +23,6 @@ from console.store.send_store import SUPPRESSED, SWEPT, T
 class SqliteSendStore:
     """``SendStore`` on SQLite: one writer connection, in the event loop's thread."""
 
-    group_size = 1  # each record is its own short transaction
-
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._sessions = make_session_factory(engine)
@@ -51,10 +49,10 @@ class SqliteSendStore:
             self._close()
             raise
 
-    async def record_all(self, values: list[dict[str, Any]]) -> set[int]:
+    async def record(self, values: dict[str, Any]) -> bool:
         connection = self._writer()
         try:
-            return {v["b_attempt_id"] for v in values if records.record_by_values(connection, v)}
+            return records.record_by_values(connection, values)
         except BaseException:
             self._close()
             raise

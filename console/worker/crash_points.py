@@ -17,7 +17,6 @@ CRASH_POINTS = (
     "envelope",
     "data_sent",
     "before_record",
-    "record_group",
 )
 
 

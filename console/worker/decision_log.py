@@ -11,7 +11,7 @@ from console.core.lifecycle import Decision
 from console.vocabulary import ACCEPTED
 
 if TYPE_CHECKING:
-    from console.worker.tick import Finished, FinishedAttempt
+    from console.worker.tick import FinishedAttempt, TickReport
 
 log = logging.getLogger("console.worker.loop")
 
@@ -83,14 +83,13 @@ def log_record(outcome: FinishedAttempt, recorded: bool) -> None:
     )
 
 
-def report_records(finished: Finished, written: list[bool]) -> None:
-    """Each recorded outcome counted in its tick's report (a stale one as such), logged."""
-    for (outcome, report), recorded in zip(finished, written, strict=True):
-        if recorded:
-            report.add_status(outcome.decision.status)
-        else:
-            report.add_stale()
-        log_record(outcome, recorded)
+def report_record(outcome: FinishedAttempt, report: TickReport, recorded: bool) -> None:
+    """A recorded outcome counted in its tick's report (a stale one as such), logged."""
+    if recorded:
+        report.add_status(outcome.decision.status)
+    else:
+        report.add_stale()
+    log_record(outcome, recorded)
 
 
 def report_not_sent(not_sent, report) -> None:

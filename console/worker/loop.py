@@ -44,18 +44,17 @@ from console.worker.decision_log import (
     log_batch,
     log_expired_lease,
     report_not_sent,
-    report_records,
+    report_record,
 )
 from console.worker.decisions import SendDecisions
 from console.worker.eligibility import EligibilityPolicy
 from console.worker.guard import GuardPolicy, SendGuard
 from console.worker.housekeeping import housekeeping, new_worker_id
 from console.worker.outcome_writer import OutcomeWriter
-from console.worker.record_queue import RecordQueue
 from console.worker.send_budget import SendBudget
 from console.worker.settings import WorkerSettings
 from console.worker.stage_marks import SUPPRESSED_BEFORE_BODY, StageMarks, SuppressedBeforeBody
-from console.worker.tick import Finished, FinishedAttempt, TickReport
+from console.worker.tick import FinishedAttempt, TickReport
 
 log = logging.getLogger(__name__)
 HOUSEKEEPING_INTERVAL = dt.timedelta(seconds=1)
@@ -82,10 +81,8 @@ class Worker:
         self.session_factory = session_factory
         engine = session_factory.kw["bind"]
         # a connection for each sender's marks, one for the records
-        self._store = send_store_for(
-            engine, settings.records_per_statement, connections=settings.concurrency + 1
-        )
-        self._records = RecordQueue(self._record_group, self._store.group_size)
+        self._store = send_store_for(engine, connections=settings.concurrency + 1)
+        self._record_errors: list[Exception] = []  # records that failed in this batch
         self.transport = transport
         self.settings = settings
         self._envelope_from = envelope_address(settings.mail_from)
@@ -233,11 +230,9 @@ class Worker:
             await asyncio.gather(*(one_connection() for _ in range(lanes)))
         finally:
             self._ahead.stop()
-            try:
-                await self._records.drain()  # every record of the batch, in order
-            finally:
-                await self._store.release()
+            await self._store.release()
             self._count_reconnects()
+        await self._raise_record_error()
         report.released += await self._claimer.give_back(list(waiting), held_back, self.clock())
 
     def _count_reconnects(self) -> None:
@@ -277,10 +272,7 @@ class Worker:
             deferral = self.guard.note_domain_outcome(recipient, outcome_name, result, now)
         self._crash_if("before_record")
         outcome = FinishedAttempt(claim, result, classification, decision, now, deferral)
-        await self._records.room()  # outcomes waiting for their record: two groups at most
-        if self._records.waiting:  # this outcome would join others not yet recorded
-            self._crash_if("record_group")
-        self._records.post((outcome, report))
+        await self._record(outcome, report)
 
     def _wait_uncharged(self, claim: claims.Claim, reason: str, now: dt.datetime) -> Decision:
         """The relay refused the session: the intent waits, the rest of its lane too."""
@@ -308,12 +300,21 @@ class Worker:
             provider=self.settings.provider,
         )
 
-    async def _record_group(self, finished: Finished) -> None:
-        """T2 of attempts, one or several in one statement on the send store, then a log
-        line each; after an error the store starts again on fresh connections."""
+    async def _record(self, outcome: FinishedAttempt, report: TickReport) -> None:
+        """T2 of one attempt on the send store, then its log line; a failure is kept for the
+        batch's end (``_raise_record_error``) and the other senders go on."""
         try:
-            outcomes = [outcome for outcome, _ in finished]
-            report_records(finished, await self._outcomes.write_all(self._store, outcomes))
-        except Exception:
-            await self._store.forget_connections()
-            raise
+            recorded = await self._outcomes.write(self._store, outcome)
+        except Exception as error:  # noqa: BLE001 - raised once the batch has ended
+            self._record_errors.append(error)
+            return
+        report_record(outcome, report, recorded)
+
+    async def _raise_record_error(self) -> None:
+        """Fail the tick with the batch's first failed record; the store then starts again
+        on fresh connections."""
+        if not self._record_errors:
+            return
+        first, self._record_errors = self._record_errors[0], []
+        await self._store.forget_connections()
+        raise first

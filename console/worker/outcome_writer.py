@@ -7,10 +7,10 @@ the alerts that name the relay's reply. A refusal of the session
 (``Classification.blames_session``) is not recorded as an attempt: the lane's breaker
 opens at once, the intent waits uncharged, an operator is told.
 
-The records themselves go to the send store (``store.send_store``). The breaker's window
-is fed in memory at once; what the outcomes call for writing (the breaker's state, the
-shared rate, suppressions, alerts) runs in one transaction of the store's
-(``SendStore.in_transaction``), awaited like the records, so on PostgreSQL the other
+The record itself goes to the send store (``store.send_store``). The breaker's window
+is fed in memory at once; what the outcome calls for writing (the breaker's state, the
+shared rate, a suppression, an alert) runs in one transaction of the store's
+(``SendStore.in_transaction``), awaited like the record, so on PostgreSQL the other
 sends go on while it waits for the database. Most outcomes call for no write, and then
 no transaction is opened.
 """
@@ -51,23 +51,20 @@ class OutcomeWriter:
         self.relay = relay
         self.budget = budget
 
-    async def write_all(self, store: SendStore, outcomes: list[FinishedAttempt]) -> list[bool]:
-        """Record `outcomes` on `store` (one statement on PostgreSQL), then what each recorded
-        one calls for; for each, False when this worker's lease was lost (a stale write).
-        A refused session is held instead."""
-        values = [_values(o) for o in outcomes if not o.classification.blames_session]
-        recorded = await store.record_all(values) if values else set()
-        released: set[int] = set()  # the refused sessions' intents given back
-        writes: list[Write] = []
-        for outcome in outcomes:
-            if outcome.classification.blames_session:
-                writes.append(self._hold_after_session_refusal(outcome, released))
-            elif outcome.claim.attempt_id in recorded:
-                writes.extend(self._writes_after(outcome))
+    async def write(self, store: SendStore, outcome: FinishedAttempt) -> bool:
+        """Record `outcome` on `store`, then what it calls for; False when this worker's
+        lease was lost (a stale write). A refused session is held instead."""
+        if outcome.classification.blames_session:
+            released: set[int] = set()
+            hold = self._hold_after_session_refusal(outcome, released)
+            await store.in_transaction(hold)
+            return outcome.claim.attempt_id in released
+        if not await store.record(_values(outcome)):
+            return False
+        writes = self._writes_after(outcome)
         if writes:  # most outcomes call for none: no transaction then
             await store.in_transaction(lambda session: _write_each(writes, session))
-        done = recorded | released
-        return [outcome.claim.attempt_id in done for outcome in outcomes]
+        return True
 
     def _writes_after(self, outcome: FinishedAttempt) -> list[Write]:
         """What a recorded outcome calls for beyond its record: the breaker fed now, in

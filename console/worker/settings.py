@@ -29,7 +29,6 @@ class WorkerSettings:
     batch_size: int = 50
     lease_seconds: float = 300.0
     concurrency: int = 1
-    record_group: int | None = None  # CONSOLE_RECORD_GROUP; None: see records_per_statement
     overrides: Overrides = Overrides()
     suppress_refused_mailboxes: bool = True
     provider: str | None = None  # CONSOLE_PROVIDER: its metadata header names the intent
@@ -45,18 +44,7 @@ class WorkerSettings:
             batch_size=batch_size_for(settings.batch_size, settings.smtp_connections),
             lease_seconds=settings.lease_seconds,
             concurrency=settings.smtp_connections,
-            record_group=settings.record_group,
             overrides=parse_overrides(settings.classify_overrides),
             suppress_refused_mailboxes=settings.suppress_refused_mailboxes,
             provider=settings.provider,
         )
-
-    @property
-    def records_per_statement(self) -> int:
-        """The most records that wait for each other to go in one statement on PostgreSQL
-        (``store.send_store_postgres``): ``record_group``, else 2 a connection when the
-        worker has several, else 1: with one connection a shared statement did not pay
-        for its wait and for the outcomes a kill loses (docs/benchmarks.md)."""
-        if self.record_group is not None:
-            return self.record_group
-        return 2 * self.concurrency if self.concurrency > 1 else 1

@@ -222,27 +222,24 @@ def test_a_stale_worker_changes_nothing(moment, session_factory, make_worker, cl
         assert session.execute(select(func.count()).select_from(Intent)).scalar_one() == 1
 
 
-# --- outcomes recorded together (PostgreSQL next door): killed with a group waiting ---
+# --- several connections: killed with sends in flight, each recorded by its own sender ---
 
 
 @pytest.mark.postgres
-def test_sigkill_with_outcomes_waiting_together_leaves_at_most_two_groups_unknown(
-    request, tmp_path
-):
+def test_sigkill_with_sends_in_flight_leaves_at_most_one_unknown_a_connection(request, tmp_path):
     url = new_database("postgresql", request, tmp_path)
     recipients = [r for n in range(60, 70) for r in enqueue_scenario(url, n, ORDER)]
-    connections, group = 4, 8  # CONSOLE_RECORD_GROUP's default: two a connection
+    connections = 4
     with ScriptedSMTPServer() as server:
-        killed_at("record_group", url, server, tmp_path, SMTP_CONNECTIONS=str(connections))
+        killed_at("before_record", url, server, tmp_path, SMTP_CONNECTIONS=str(connections))
         accepted_unrecorded = [
             row.message_id
             for row in intent_rows(url)
             if row.status == SENDING and row.message_id in server.delivered_message_ids()
         ]
-        # a group on the socket, a group waiting behind it (SerialWrites.room), and on each
-        # connection a send whose 250 was on its way back
-        waiting_at_most = 2 * group + connections
-        assert 2 <= len(accepted_unrecorded) <= waiting_at_most, "a group's outcomes waiting"
+        # each sender records its own outcome before it takes the next email: a kill
+        # leaves unrecorded only what the connections had in flight
+        assert 1 <= len(accepted_unrecorded) <= connections, "the sends in flight only"
 
         delivered = restart_until_settled(url, server, tmp_path)
 
@@ -251,7 +248,7 @@ def test_sigkill_with_outcomes_waiting_together_leaves_at_most_two_groups_unknow
     assert set(delivered.values()) == {1}, "no Message-ID received twice"
     unknown = [row for row in rows if row.status == AMBIGUOUS]
     assert {row.message_id for row in unknown} >= set(accepted_unrecorded), "held, not resent"
-    assert len(unknown) <= waiting_at_most, "at most two groups and the sends in flight"
+    assert len(unknown) <= connections, "at most the sends in flight"
     for row in rows:
         if row.status != AMBIGUOUS:
             assert row.status == SUBMITTED and delivered[row.message_id] == 1

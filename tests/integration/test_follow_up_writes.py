@@ -25,7 +25,6 @@ from tests.support.smtp_server import ScriptedSMTPServer
 REFUSED = "gone@example.com"
 OTHERS = 60
 CONNECTIONS = 4
-RECORD_GROUP = 40  # so the records waiting behind the suppression do not hold the senders
 HOLD_SECONDS = 2.0
 CODE = {"code": "424242"}
 
@@ -71,7 +70,6 @@ def test_a_suppression_waiting_on_the_database_does_not_stop_the_other_sends(
             session_factory=factory,
             concurrency=CONNECTIONS,
             batch_size=OTHERS + 1,
-            record_group=RECORD_GROUP,
         )
         worker.run_once()
         holder.join(30)

@@ -126,7 +126,7 @@ def test_stale_outcomes_recorded_in_one_group_are_reported_stale_not_sent(
     enqueue_orders(session_factory, [r for pair in zip(STALE, FINE, strict=False) for r in pair])
     enqueue_orders(session_factory, FINE[len(STALE) :], prefix="more")
     transport = FinishingTogether(engine, STALE, senders)
-    worker = make_worker(transport, concurrency=senders, record_group=senders)
+    worker = make_worker(transport, concurrency=senders)
 
     report = worker.run_once()
 

@@ -70,7 +70,6 @@ def build_worker(
     guard_policy: GuardPolicy | None = None,
     suppress_refused_mailboxes: bool = True,
     provider: str | None = None,
-    record_group: int | None = None,
     **worker_options,
 ) -> Worker:
     """Return a worker on `transport`; the caller closes it.
@@ -87,7 +86,6 @@ def build_worker(
         concurrency=concurrency,
         suppress_refused_mailboxes=suppress_refused_mailboxes,
         provider=provider,
-        record_group=record_group,
     )
     draw = random if callable(random) else lambda: random
     return Worker(
