@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hmac
 import logging
 import socketserver
 import threading
@@ -52,6 +53,7 @@ SNAPSHOT_STATEMENT_TIMEOUT_MS = 5000
 TOTALS_MIN_SECONDS = 60.0
 # Statuses an operator watches minute by minute, counted at every refresh.
 LIVE_STATUSES = (PENDING, SENDING, AMBIGUOUS, DEAD)
+BEARER_CHALLENGE = ("WWW-Authenticate", 'Bearer realm="metrics"')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -272,6 +274,14 @@ class _QuietHandler(WSGIRequestHandler):
         return None
 
 
+def bearer_token_ok(authorization: str | None, expected: str) -> bool:
+    """Whether an Authorization header carries `expected` as its bearer token."""
+    scheme, _, token = (authorization or "").strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(token.strip().encode(), expected.encode())
+
+
 def start_metrics_server(settings: Settings, session_factory: Callable[[], Session]):
     """Serve GET /metrics (this process and the queue) on the worker's own port, in a thread.
 
@@ -290,6 +300,10 @@ def start_metrics_server(settings: Settings, session_factory: Callable[[], Sessi
         if environ.get("PATH_INFO") != "/metrics":
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"only /metrics here\n"]
+        expected = settings.metrics_token
+        if expected and not bearer_token_ok(environ.get("HTTP_AUTHORIZATION"), expected):
+            start_response("401 Unauthorized", [("Content-Type", "text/plain"), BEARER_CHALLENGE])
+            return [b"a bearer token is required\n"]
         body = exposition(registry)
         start_response("200 OK", [("Content-Type", CONTENT_TYPE)])
         return [body]

@@ -10,7 +10,6 @@ or a param.
 
 from __future__ import annotations
 
-import hmac
 import logging
 from typing import Any
 
@@ -48,21 +47,13 @@ def _queue_registry(app: Flask):
     return registry
 
 
-def _bearer_token_ok(expected: str) -> bool:
-    """Whether the request carries `expected` as its bearer token."""
-    scheme, _, token = (request.headers.get("Authorization") or "").strip().partition(" ")
-    if scheme.lower() != "bearer":
-        return False
-    return hmac.compare_digest(token.strip().encode(), expected.encode())
-
-
 @bp.get("/metrics")
 def prometheus_metrics() -> Response:
     """Serve this process's instruments and the queue state in Prometheus text format."""
     expected = current_settings().metrics_token
-    if expected and not _bearer_token_ok(expected):
+    if expected and not metrics.bearer_token_ok(request.headers.get("Authorization"), expected):
         refused = Response("a bearer token is required\n", status=401, content_type="text/plain")
-        refused.headers["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        refused.headers.set(*metrics.BEARER_CHALLENGE)
         return refused
     body = metrics.exposition(_queue_registry(current_app))
     return Response(body, content_type=metrics.CONTENT_TYPE)
