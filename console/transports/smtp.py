@@ -5,8 +5,8 @@ before the body leaves the process. MAIL FROM declares ``SIZE=`` when the relay
 offers SIZE (a message over its limit is refused here, before MAIL), ``SMTPUTF8``
 for a non-ASCII address and ``BODY=8BITMIME`` for 8-bit content; MAIL and RCPT go
 in one write to a relay that offers PIPELINING (``smtp_pipelining``), and the body goes
-as one BDAT chunk to a relay that offers CHUNKING (``smtp_chunking``); to one that does
-not, DATA goes while the mark commits (``smtp_data``). The envelope
+as one BDAT chunk to a relay that offers CHUNKING (``smtp_chunking``), else after DATA;
+DATA or BDAT goes only once the ``data_sent`` mark is committed. The envelope
 (MAIL + RCPT) and the data (DATA, the body, the reply) each have ``timeout_seconds``
 as a whole: one deadline a stage rather than a timer a command. A refusal the
 relay answered leaves the connection usable: ``RSET`` and the next email goes on it;
@@ -30,7 +30,6 @@ import aiosmtplib
 from console.core.classify import MESSAGE_TOO_BIG, SMTPUTF8_NOT_OFFERED
 from console.core.send_result import SendResult
 from console.transports import smtp_chunking as chunking
-from console.transports import smtp_data
 from console.transports import smtp_pipelining as pipelining
 from console.transports.base import OutgoingEmail, StageCallback
 from console.transports.smtp_endpoint import SmtpEndpoint, ehlo_name_for
@@ -76,13 +75,8 @@ def _needs_smtputf8(*addresses: str) -> bool:
     return not all(address.isascii() for address in addresses)
 
 
-async def _send_body(
-    client: aiosmtplib.SMTP, body: bytes, data_sent: bool
-) -> aiosmtplib.SMTPResponse:
-    """The body after the DATA already sent, as one BDAT chunk to a relay that offers
-    CHUNKING, else after DATA."""
-    if data_sent:
-        return await smtp_data.send_body(client, body)
+async def _send_body(client: aiosmtplib.SMTP, body: bytes) -> aiosmtplib.SMTPResponse:
+    """The body as one BDAT chunk to a relay that offers CHUNKING, else after DATA."""
     if chunking.offers_chunking(client):
         return await chunking.send_last_chunk(client, body)
     return await client.data(body, timeout=None)
@@ -164,9 +158,9 @@ class SmtpTransport:
                 self._idle.append(client)
                 refusal.duration_ms = _elapsed_ms(started)
                 return refusal
-            data_sent = await self._mark_with_data_on_its_way(client, email, on_stage)
+            await on_stage(email, DATA_SENT)  # raises when the mark is refused: no body
             stage = DATA_SENT
-            response = await self._within_stage(_send_body(client, body, data_sent))
+            response = await self._within_stage(_send_body(client, body))
         except Exception as error:  # noqa: BLE001 - every failure becomes a result
             result = describe_failure(error, stage, _elapsed_ms(started))
             if client is not None:
@@ -184,21 +178,6 @@ class SmtpTransport:
             provider_message_id=provider_id_from_reply(response.message),
             duration_ms=_elapsed_ms(started),
         )
-
-    async def _mark_with_data_on_its_way(
-        self, client: aiosmtplib.SMTP, email: OutgoingEmail, on_stage: StageCallback
-    ) -> bool:
-        """The ``data_sent`` stage, DATA written to a relay without CHUNKING while the mark
-        commits (``smtp_data``): whether DATA went. A mark that raises closes such a
-        connection (the relay waits for a body that must not go)."""
-        data_sent = not chunking.offers_chunking(client) and smtp_data.send_command(client)
-        try:
-            await on_stage(email, DATA_SENT)
-        except BaseException:
-            if data_sent:
-                client.close()
-            raise
-        return data_sent
 
     async def _within_stage(self, step: Awaitable[T]) -> T:
         """Await `step` within the stage's ``timeout_seconds``, a read timeout past it.

@@ -35,20 +35,14 @@ async def send_last_chunk(client: aiosmtplib.SMTP, body: bytes) -> SMTPResponse:
     return await final_reply(client, b"BDAT %d LAST\r\n" % len(message) + message)
 
 
-async def final_reply(
-    client: aiosmtplib.SMTP, payload: bytes, after_start: bool = False
-) -> SMTPResponse:
-    """Write `payload` (once DATA's ``354`` is read, if `after_start`) and read the relay's
-    final reply; ``SMTPDataError`` for a reply other than the one expected. A broken
-    connection or a timeout closes the client, as aiosmtplib's ``data`` does."""
+async def final_reply(client: aiosmtplib.SMTP, payload: bytes) -> SMTPResponse:
+    """Write `payload` and read the relay's final reply; ``SMTPDataError`` for a reply other
+    than 250. A broken connection or a timeout closes the client, as aiosmtplib's ``data``
+    does."""
     protocol = client.protocol
     if protocol is None:
         raise aiosmtplib.SMTPServerDisconnected("Connection lost")
     try:
-        if after_start:
-            start = await protocol.read_response(timeout=None)
-            if start.code != aiosmtplib.SMTPStatus.start_input:
-                raise aiosmtplib.SMTPDataError(start.code, start.message)
         protocol.write(payload)
         reply = await protocol.read_response(timeout=None)
     except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPTimeoutError):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime as dt
-import threading
 
 from console.core.domain_backoff import Deferral
 from console.core.lifecycle import Decision
@@ -16,30 +15,21 @@ from console.store.claims import Claim
 
 @dataclasses.dataclass
 class TickReport:
-    """What one tick did, for loops (was the batch full?) and tests.
-
-    Records may run in several threads: they count through ``add_status`` and
-    ``add_stale``.
-    """
+    """What one tick did, for loops (was the batch full?) and tests."""
 
     claimed: int = 0
     swept: int = 0
     stale: int = 0
     released: int = 0
     statuses: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
-    _lock: threading.Lock = dataclasses.field(
-        default_factory=threading.Lock, repr=False, compare=False
-    )
 
     def add_status(self, status: str) -> None:
         """Count one intent that moved to `status`."""
-        with self._lock:
-            self.statuses[status] += 1
+        self.statuses[status] += 1
 
     def add_stale(self) -> None:
         """Count one record that found its lease taken (nothing written)."""
-        with self._lock:
-            self.stale += 1
+        self.stale += 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +42,3 @@ class FinishedAttempt:
     decision: Decision
     now: dt.datetime
     deferral: Deferral | None = None  # the run of 4yz this outcome completed
-
-
-# The outcomes a record carries, each with the report of its tick.
-Finished = list[tuple[FinishedAttempt, TickReport]]
