@@ -21,6 +21,7 @@ from flask.cli import FlaskGroup, with_appcontext
 from sqlalchemy.orm import Session
 
 from console.config import ConfigError, Settings
+from console.paths import warn_if_process_key
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +164,7 @@ def serve_command(host: str, port: int) -> None:
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     settings = _settings()
     check_database(settings.database_url)
+    warn_if_process_key(settings.secret_key)
     embedded = start_embedded_worker(settings)
     app.extensions[SCHEDULER_EXTENSION] = embedded  # read by /healthz
     listener = pg_wakeup.listener_for(settings.database_url)  # wakes `embedded` via wakeup

@@ -119,12 +119,22 @@ def persisted_secret(instance_path: Path) -> str:
     return key
 
 
+_PROCESS_KEYS: set[str] = set()  # keys made for this process only, not kept anywhere
+
+
 def default_secret(instance_path: Path | None) -> str:
     """The key without CONSOLE_SECRET_KEY: kept in `instance_path`, or this process's own."""
     if instance_path is not None:
         return persisted_secret(instance_path)
-    log.warning(
-        "CONSOLE_SECRET_KEY is not set: using a random key for this process only; "
-        "sessions will not survive a restart or be shared between processes"
-    )
-    return secrets.token_hex(32)
+    key = secrets.token_hex(32)
+    _PROCESS_KEYS.add(key)
+    return key
+
+
+def warn_if_process_key(key: str) -> None:
+    """Warn, where sessions are signed, that `key` is this process's own and dies with it."""
+    if key in _PROCESS_KEYS:
+        log.warning(
+            "CONSOLE_SECRET_KEY is not set: using a random key for this process only; "
+            "sessions will not survive a restart or be shared between processes"
+        )

@@ -31,6 +31,21 @@ def format_age(seconds: float | None) -> str:
     return f"{days} d {hours % 24} h" if hours % 24 else f"{days} d"
 
 
+def format_percent(fraction: float | None) -> str:
+    """Show a rate to two decimals, e.g. "0.25 %"; "–" when there is none."""
+    return NONE_SHOWN if fraction is None else f"{fraction * 100:.2f} %"
+
+
+def format_basis_points(basis_points: int) -> str:
+    """Show a limit in basis points as a percentage, e.g. 30 -> "0.3 %"."""
+    return f"{basis_points / 100:g} %"
+
+
+def format_window(seconds: float) -> str:
+    """Name a window that ends now: "the last hour", "the last 15 min"."""
+    return "the last hour" if seconds == 3600 else f"the last {format_age(seconds)}"
+
+
 def format_time(value: dt.datetime | None, *, seconds: bool = False) -> str:
     """Show a moment in UTC to the minute, e.g. "2026-12-01 19:13 UTC" (or to the second)."""
     if value is None:

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import logging
 import os
 import secrets
 import socket
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import IO
 
 import click
 import flask_migrate
@@ -37,6 +39,7 @@ from console.demo import history, provider_shapes, seed
 from console.demo.activity import Activity
 from console.demo.seed import suppress_once
 from console.demo.smtp_capture import CapturedMessage, DemoSMTPServer
+from console.demo.staged import STAGED, StagedLines
 from console.demo.traffic import TRAFFIC_CASES, TRAFFIC_SECONDS, DemoTraffic
 from console.models import utcnow
 from console.outbox import enqueue
@@ -168,11 +171,12 @@ def demo_app(smtp_url: str, database_url: str, *, webhook_secret: str) -> Flask:
     )
 
 
-def terminal_logging(settings: Settings) -> None:
+def terminal_logging(settings: Settings, stream: IO[str] | None = None) -> None:
     """Log readable lines to the terminal, warnings only unless CONSOLE_LOG_LEVEL says."""
     level = settings.log_level if os.environ.get("CONSOLE_LOG_LEVEL") else TERMINAL_LOG_LEVEL
     hidden = logs.settings_secrets(settings)
-    logs.configure_logging(secrets=hidden, level=level, readable=True)
+    handler = logs.configure_logging(secrets=hidden, level=level, readable=True, stream=stream)
+    handler.addFilter(StagedLines(logging.getLogger().level))
 
 
 def reset_demo_logins(session: Session) -> list[tuple[str, str, str]]:
@@ -240,6 +244,7 @@ def _banner(
             curl_message_id,
             "grace@example.com",
         ),
+        f"  staged         {STAGED}",
         f"  demo traffic   a case notice (event case:N:assignment:1) every "
         f"{TRAFFIC_SECONDS:g} s, {TRAFFIC_CASES} in all",
         "  below          the worker's warnings, and a line a minute of what happened",

@@ -35,6 +35,8 @@ import httpx
 from sqlalchemy.orm import Session
 
 from console.config import Settings
+from console.core.plurals import plural
+from console.core.readable import format_age, format_basis_points, format_percent, format_window
 from console.mail.catalog import TemplateCatalog, default_catalog
 from console.models import utcnow
 from console.ops.delivery_figures import latency_conditions
@@ -45,9 +47,9 @@ from console.ops.relay_conditions import relay_conditions
 from console.ops.send_budget_figures import quota_conditions
 from console.outbox import enqueue
 from console.state_tables import AlertState
-from console.store import alerts
+from console.store import alerts, send_budget
 from console.store.alerts import RESOLVED
-from console.store.send_budget import sender_rates
+from console.store.send_budget import SenderRate, sender_rates
 from console.vocabulary import CRITICAL
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,7 @@ SENDER_RATE = "sender_rate"
 AUTH_FAILURE_CODES = (401, 403, 530, 535)
 ALERT_TEMPLATE = "ops-alert"
 WEBHOOK_RETRY_SECONDS = 60.0
+RATE_NOUNS = {send_budget.BOUNCE: "permanent bounce", send_budget.COMPLAINT: "complaint"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,9 +92,8 @@ def dead_letters(session: Session, settings: Settings, now: dt.datetime) -> list
     count, newest = alerts.count_dead_since(session, since)
     if not count:
         return []
-    summary = (
-        f"{count} intent(s) dead-lettered in the last {settings.alert_dead_window_seconds:.0f} s"
-    )
+    window = format_window(settings.alert_dead_window_seconds)
+    summary = f"{plural(count, 'intent')} dead-lettered in {window}"
     return [Condition(DEAD_LETTER, summary, {"count": count, "newest_intent_id": newest})]
 
 
@@ -101,7 +103,7 @@ def ambiguous_waiting(session: Session, settings: Settings, now: dt.datetime) ->
     if not count:
         return []
     waited = (now - oldest).total_seconds()
-    summary = f"{count} ambiguous intent(s) waiting longer than {threshold:.0f} s"
+    summary = f"{plural(count, 'ambiguous intent')} waiting longer than {format_age(threshold)}"
     return [
         Condition(AMBIGUOUS_WAITING, summary, {"count": count, "oldest_wait_seconds": int(waited)})
     ]
@@ -144,7 +146,8 @@ def pending_too_long(
         target = pending_age_target(catalog, settings, template, lane)
         if age_seconds > target:
             summary = (
-                f"oldest pending {template} mail is {age_seconds:.0f} s old (target {target:.0f} s)"
+                f"oldest pending {template} mail is {format_age(age_seconds)} old "
+                f"(target {format_age(target)})"
             )
             details = {"template": template, "lane": lane, "age_seconds": int(age_seconds)}
             found.append(Condition(f"{PENDING_AGE}:{template}", summary, details))
@@ -170,9 +173,18 @@ def provider_auth_failures(
     if not count:
         return []
     summary = (
-        f"the provider refused our credentials ({code}) {count} time(s): check the configuration"
+        f"the provider refused our credentials ({code}) {plural(count, 'time')}: "
+        "check the configuration"
     )
     return [Condition(PROVIDER_AUTH, summary, {"count": count, "code": code})]
+
+
+def rate_summary(rate: SenderRate) -> str:
+    """Word a rate as the dashboard does: "complaint rate, last 24 h: 6.25 % (1 of 16), ..."."""
+    label = send_budget.RATE_WINDOWS[rate.window][0]
+    figures = f"{format_percent(rate.rate)} ({rate.count} of {rate.submitted})"
+    limit = format_basis_points(rate.limit_basis_points)
+    return f"{RATE_NOUNS[rate.kind]} rate, {label}: {figures}, limit {limit}"
 
 
 def sender_rates_over_limit(
@@ -183,10 +195,7 @@ def sender_rates_over_limit(
     for (kind, window), rate in sorted(sender_rates(session, now).items()):
         if not rate.over_limit:
             continue
-        summary = (
-            f"{kind} rate over the {window} window is {rate.count}/{rate.submitted} "
-            f"(limit {rate.limit_basis_points / 100:g} %)"
-        )
+        summary = rate_summary(rate)
         details = {"kind": kind, "window": window, "count": rate.count,
                    "submitted": rate.submitted}  # fmt: skip
         found.append(Condition(f"{SENDER_RATE}:{kind}:{window}", summary, details))

@@ -184,7 +184,11 @@ def current_revision(connection: Connection) -> str | None:
 
 
 def _reason(error: DBAPIError) -> str:
-    return " ".join(str(error.orig or error).split())
+    """The driver's message on one line, each of its lines a punctuated sentence."""
+    lines = [" ".join(line.split()) for line in str(error.orig or error).splitlines()]
+    lines = [line for line in lines if line]
+    ended = [line if line[-1] in ".?!:;," else line + "." for line in lines[:-1]]
+    return " ".join(ended + lines[-1:])
 
 
 @contextlib.contextmanager

@@ -14,17 +14,15 @@ from sqlalchemy.orm import Session
 
 from console.core.readable import format_age, readable_text
 from console.mail.catalog import default_catalog
-from console.ops.alerts import PENDING_AGE, SENDER_RATE, pending_age_target
+from console.ops.alerts import PENDING_AGE, SENDER_RATE, pending_age_target, rate_summary
 from console.ops.delivery_figures import LATENCY_ALERT
 from console.ops.hold_figures import HOLD_SET
 from console.ops.send_budget_figures import SEND_QUOTA_REACHED
 from console.state_tables import AlertState
-from console.store import alerts, send_budget
-from console.web.display import format_basis_points, format_percent
+from console.store import alerts
 
 # shown elsewhere on the dashboard with current figures: the holds, the quota line
 SHOWN_ELSEWHERE = (HOLD_SET, SEND_QUOTA_REACHED)
-RATE_NOUNS = {send_budget.BOUNCE: "permanent bounce", send_budget.COMPLAINT: "complaint"}
 
 
 class Figures:
@@ -51,10 +49,7 @@ def _rate_line(state: AlertState, figures: Figures) -> str | None:
     rate = figures.rates.get((kind, window))
     if rate is None:
         return None
-    label = send_budget.RATE_WINDOWS[window][0]
-    limit = format_basis_points(rate.limit_basis_points)
-    said = f"{RATE_NOUNS[kind]} rate, {label}: {format_percent(rate.rate)} ({rate.count} of "
-    said += f"{rate.submitted}), limit {limit}"
+    said = rate_summary(rate)
     return said if rate.over_limit else said + "; back under the limit, the alert clears soon"
 
 

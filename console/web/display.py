@@ -10,6 +10,8 @@ from markupsafe import Markup, escape
 from console.core.plurals import noun_for, plural  # the views import them from here too
 from console.core.readable import (
     format_age,
+    format_basis_points,
+    format_percent,
     format_time,
     join_sentences,
     readable_text,
@@ -38,16 +40,6 @@ __all__ = [
 # where a long address, key or id may wrap: after these characters
 _WRAP_AFTER = frozenset("@:/")
 LONGEST_UNBROKEN = 32  # a longer part may wrap anywhere rather than widen its table
-
-
-def format_percent(fraction: float | None) -> str:
-    """Show a rate to two decimals, e.g. "0.25 %"; "–" when there is none."""
-    return "–" if fraction is None else f"{fraction * 100:.2f} %"
-
-
-def format_basis_points(basis_points: int) -> str:
-    """Show a limit in basis points as a percentage, e.g. 30 -> "0.3 %"."""
-    return f"{basis_points / 100:g} %"
 
 
 def format_timestamp(value: dt.datetime | None, seconds: bool = False) -> str:

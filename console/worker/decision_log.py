@@ -8,6 +8,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from console.core.lifecycle import Decision
+from console.core.readable import format_age
 from console.vocabulary import ACCEPTED
 
 if TYPE_CHECKING:
@@ -40,16 +41,15 @@ def log_decision(
     retry_in_seconds = None
     if decision.next_attempt_at is not None and now is not None:
         retry_in_seconds = round((decision.next_attempt_at - now).total_seconds(), 3)
+    message = "intent=%s attempt=%s stage=%s outcome=%s code=%s -> %s"
+    shown = [intent_id, attempt_number, stage, outcome, code, decision.status]
+    if retry_in_seconds is not None:
+        message += ", retry in %s"
+        shown.append(format_age(retry_in_seconds))
     log.log(
         level,
-        "intent=%s attempt=%s stage=%s outcome=%s code=%s -> %s retry_in=%s",
-        intent_id,
-        attempt_number,
-        stage,
-        outcome,
-        code,
-        decision.status,
-        retry_in_seconds,
+        message,
+        *shown,
         extra=dict(
             intent_id=intent_id,
             attempt_id=attempt_id,

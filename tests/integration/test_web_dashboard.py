@@ -81,7 +81,7 @@ def test_submitted_intents_are_counted_over_the_last_day(app, console_client, ad
     link = 'href="/intents?status=submitted&amp;lane=bulk&amp;age=lt1d">1</a>'
     assert link in page and "(last 24 h)" in page
     listed = client.get("/intents?status=submitted&lane=bulk&age=lt1d").text
-    assert listed.count('<td><a href="/intents/') == 1
+    assert listed.count('<td data-label="#"><a href="/intents/') == 1
 
 
 def test_oldest_pending_age_and_age_buckets_per_lane(app, add_intent):
@@ -250,7 +250,7 @@ def test_search_pages_by_keyset_without_gaps_or_repeats(app, console_client, add
     pages = 0
     while url:
         page = client.get(url.replace("&amp;", "&")).text
-        rows = re.findall(r'<td><a href="/intents/(\d+)">', page)
+        rows = re.findall(r'<td data-label="#"><a href="/intents/(\d+)">', page)
         seen += [int(row) for row in rows]
         pages += 1
         next_link = re.search(r'id="next-page" href="([^"]+)"', page)
@@ -259,7 +259,7 @@ def test_search_pages_by_keyset_without_gaps_or_repeats(app, console_client, add
     assert seen == created, "prefix matches come in key order: batch:000, batch:001, ..."
     assert client.get("/intents?after=not-a-position").status_code == 400
     fragment = client.get("/intents?q=batch:", headers={"HX-Request": "true"}).text
-    assert "<html" not in fragment and fragment.count('<td><a href="/intents/') == 50
+    assert "<html" not in fragment and fragment.count('<td data-label="#"><a href="/intents/') == 50
 
 
 def test_detail_is_one_timeline_in_time_order(app, console_client, add_intent):

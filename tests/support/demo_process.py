@@ -16,9 +16,9 @@ from tests.support.pgcluster import free_port
 class DemoProcess:
     """`console demo` in a child process, its terminal output collected line by line."""
 
-    def __init__(self, database_url: str) -> None:
+    def __init__(self, database_url: str, **settings: str) -> None:
         self.port, self.smtp_port = free_port(), free_port()
-        environment = {**os.environ, "CONSOLE_DATABASE_URL": database_url}
+        environment = {**os.environ, **settings, "CONSOLE_DATABASE_URL": database_url}
         environment.pop("CONSOLE_SMTP_URL", None)
         self.process = subprocess.Popen(
             [

@@ -32,14 +32,13 @@ def test_a_fact_the_message_names_already_is_not_repeated_and_ids_stay_out():
     line = ReadableFormatter().format(
         record(
             logging.ERROR,
-            "intent=%s attempt=%s stage=%s outcome=%s code=%s -> %s retry_in=%s",
-            11, 6, "data_sent", "transient", 451, "dead", None,
+            "intent=%s attempt=%s stage=%s outcome=%s code=%s -> %s",
+            11, 6, "data_sent", "transient", 451, "dead",
             intent_id=11, attempt_id=69, attempt_number=6, code=451, lane=None,
         )
     )  # fmt: skip
     assert line == (
-        "19:13:02 error   intent=11 attempt=6 stage=data_sent outcome=transient code=451 "
-        "-> dead retry_in=None"
+        "19:13:02 error   intent=11 attempt=6 stage=data_sent outcome=transient code=451 -> dead"
     )
 
 
