@@ -35,6 +35,7 @@ class Question:
     recipient: str
     template: str
     attempted_at: dt.datetime  # when its last attempt started (UTC)
+    provider_message_id: str | None = None  # the provider's id we stored for it, if any
 
 
 def after_asking(

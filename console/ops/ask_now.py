@@ -20,7 +20,7 @@ from console.core.asking import FAILED, FOUND, HOLD_NOTED, RESEND_NOW
 from console.mail.catalog import TemplateCatalog
 from console.models import utcnow
 from console.ops.provider_asking import AskReport, apply_answer, decide, not_found_words
-from console.store import events
+from console.store import events, questions
 from console.transports.lookup_core import Finding, ProviderLookup
 
 
@@ -50,7 +50,7 @@ def ask_now(
 
     StaleAction when the intent is no longer ambiguous.
     """
-    question = events.question_for(session, intent_id)
+    question = questions.question_for(session, intent_id)
     session.rollback()  # nothing written yet: no transaction while the provider answers
     finding = lookup.ask(question)
     now = clock()

@@ -37,7 +37,7 @@ from console.mail.catalog import TemplateCatalog
 from console.mail.template_settings import TemplateError
 from console.models import utcnow
 from console.ops import lookup_alerts
-from console.store import events
+from console.store import events, questions
 from console.store.actions import ActionRefused
 from console.transports.lookup_core import Finding, LookupApi, ProviderLookup
 from console.vocabulary import HOLD
@@ -99,8 +99,8 @@ def run(
     """Ask about one batch of ambiguous intents and write what each answer decides."""
     report = AskReport()
     with session_factory() as session:
-        questions = events.ambiguous_to_ask(session, limit=BATCH)
-    for number, question in enumerate(questions):
+        to_ask = questions.ambiguous_to_ask(session, limit=BATCH)
+    for number, question in enumerate(to_ask):
         if number:
             sleep(ASK_INTERVAL_SECONDS)
         finding = lookup.ask(question)  # outside any transaction

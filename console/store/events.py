@@ -21,7 +21,6 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     delete,
-    exists,
     func,
     or_,
     select,
@@ -52,7 +51,6 @@ from console.events.matching import Candidate, choose
 from console.events.metadata import names_intent, parse_reference
 from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppression, utcnow
 from console.state_tables import WebhookReplayKey
-from console.store.actions import ActionRefused, StaleAction
 from console.store.audit import audit_values, write_audit
 from console.store.intent_actions import reconcile
 from console.store.statements import PAGE_SIZE
@@ -531,57 +529,12 @@ def _settle(
 # delivered settles it as ``submitted``, a bounce or a rejection as that event does). "Not found"
 # after the provider's horizon either resends the intent as it was (``reconcile``, an audited
 # action) or records a ``not_found`` note against it, which stays on its page and stops the asking
-# until the next attempt. An operator may ask about one ambiguous intent at any time
-# (``question_for``); that asking is audited. The functions never commit.
+# until the next attempt. An operator may ask about one ambiguous intent at any time; that asking
+# is audited. What is asked comes from ``console.store.questions``. The functions never commit.
 
 NOT_FOUND_EVENT = "not_found"
 ACTOR = "provider-lookup"
 ASKED = "ask_provider"  # the audit action of an operator's asking
-
-
-def _last_started():
-    """When the intent's last attempt started (a correlated subquery)."""
-    return (
-        select(func.max(Attempt.started_at))
-        .where(Attempt.intent_id == Intent.id)
-        .correlate(Intent)
-        .scalar_subquery()
-    )
-
-
-def ambiguous_to_ask(session: Session, *, limit: int) -> list[Question]:
-    """Up to `limit` ambiguous intents still to ask about, the longest-waiting first."""
-    last_started = _last_started()
-    noted = exists().where(
-        ProviderEvent.intent_id == Intent.id,
-        ProviderEvent.event_type == NOT_FOUND_EVENT,
-        ProviderEvent.occurred_at >= last_started,  # about this attempt (or a later one)
-    )
-    rows = session.execute(
-        select(Intent.id, Intent.message_id, Intent.recipient, Intent.template, last_started)
-        .where(Intent.status == AMBIGUOUS, last_started.is_not(None), ~noted)
-        .order_by(last_started, Intent.id)
-        .limit(limit)
-    ).all()
-    return [Question(*row) for row in rows]
-
-
-def question_for(session: Session, intent_id: int) -> Question:
-    """The question about one intent; StaleAction unless it is ambiguous now."""
-    columns = (Intent.id, Intent.message_id, Intent.recipient, Intent.template, _last_started())
-    row = session.execute(
-        select(*columns, Intent.status).where(Intent.id == intent_id)
-    ).one_or_none()
-    if row is None:
-        raise ActionRefused(f"intent {intent_id} does not exist")
-    *asked, status = row
-    if status != AMBIGUOUS:
-        raise StaleAction(
-            f"intent {intent_id} is now {status}, no longer ambiguous: nothing was done"
-        )
-    if asked[-1] is None:
-        raise ActionRefused(f"intent {intent_id} has no attempt to ask about")
-    return Question(*asked)
 
 
 def audit_asking(
@@ -857,11 +810,11 @@ def inbound_since(session: Session, since: dt.datetime) -> tuple[int, dt.datetim
 #
 # A provider's signature carries a time, and a request older than the provider's window is refused
 # by its verifier. Within the window, the key of each request (Mailgun's token, Svix's id and time,
-# SendGrid's time and body digest) is inserted in the same transaction as the request's events: a key already
-# there is a replay, whichever process or restart it reaches, and whatever body it carries. A
-# request refused or rolled back leaves no key, so the provider's retry of it is accepted. Only a
-# digest of the key is stored; each row is kept until its ``expires_at`` and then deleted by the
-# retention job.
+# SendGrid's time and body digest) is inserted in the same transaction as the request's events: a
+# key already there is a replay, whichever process or restart it reaches, and whatever body it
+# carries. A request refused or rolled back leaves no key, so the provider's retry of it is
+# accepted. Only a digest of the key is stored; each row is kept until its ``expires_at`` and then
+# deleted by the retention job.
 
 
 def replay_key_digest(key: str) -> str:

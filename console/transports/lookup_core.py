@@ -21,6 +21,7 @@ import httpx
 
 from console.core.asking import FAILED, FOUND, NOT_FOUND, Question
 from console.events import ReportedEvent
+from console.events.metadata import reference_for
 from console.transports.answers import Reply, clean_text
 
 MAX_LOOKUP_BYTES = 256 * 1024  # a page of at most 100 records of a few hundred bytes
@@ -58,6 +59,23 @@ def refused(provider: str, reply: Reply) -> Finding:
     """FAILED for an answer that is not a 200, with the provider's first words."""
     said = clean_text(reply.body[:200].decode("utf-8", "replace")) or reply.reason_phrase
     return Finding(FAILED, detail=f"{provider} answered {reply.status}: {said}")
+
+
+def names_our_send(
+    question: Question,
+    *,
+    reference: str | None,
+    message_id: str | None = None,
+    provider_id: str | None = None,
+) -> bool:
+    """Whether an answer's item names our reference, our Message-ID or the provider id we
+    stored for the send, and no other reference."""
+    if reference is not None:
+        return reference == reference_for(question.intent_id, question.message_id)
+    if message_id is not None and message_id == question.message_id:
+        return True
+    stored = question.provider_message_id
+    return stored is not None and provider_id == stored
 
 
 class ProviderLookup:

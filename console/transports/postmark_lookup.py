@@ -4,7 +4,8 @@
 with the server token answers ``{"TotalCount", "Messages": [{"MessageID",
 "Status", "Metadata", "ReceivedAt", ...}]}``
 (https://postmarkapp.com/developer/api/messages-api#outbound-message-search;
-Postmark keeps 45 days by default). A message carrying our reference is found:
+Postmark keeps 45 days by default). A message carrying our reference, or the
+``MessageID`` we stored for the send (and no other reference), is found:
 Postmark took it, which settles the send as its ``Delivery`` or ``Bounce``
 events would later refine.
 """
@@ -19,7 +20,7 @@ from console.core.asking import Question
 from console.events import ACCEPTED, ReportedEvent
 from console.events.metadata import REFERENCE_KEY, reference_for, reference_in
 from console.transports.answers import Reply, clean_id, clean_text, json_object
-from console.transports.lookup_core import FAILED, Finding
+from console.transports.lookup_core import FAILED, Finding, names_our_send
 
 SOURCE = "postmark"
 PAGE = 50
@@ -53,15 +54,17 @@ class PostmarkLookupApi:
             return Finding(FAILED, detail="the answer is not Postmark's message search")
         reference = reference_for(question.intent_id, question.message_id)
         events = tuple(
-            _event(m, question, reference) for m in messages[:PAGE] if _is_ours(m, reference)
+            _event(m, question, reference) for m in messages[:PAGE] if _is_ours(m, question)
         )
         return Finding.of("Postmark", events)
 
 
-def _is_ours(message: Any, reference: str) -> bool:
+def _is_ours(message: Any, question: Question) -> bool:
+    """A message naming our reference, or the MessageID we stored and no other reference."""
     if not isinstance(message, dict) or clean_id(message.get("MessageID")) is None:
         return False
-    return reference_in(message.get("Metadata")) == reference
+    reference = reference_in(message.get("Metadata"))
+    return names_our_send(question, reference=reference, provider_id=clean_id(message["MessageID"]))
 
 
 def _event(message: dict[str, Any], question: Question, reference: str) -> ReportedEvent:

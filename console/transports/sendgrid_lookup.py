@@ -7,12 +7,14 @@ to_email="..."`` with a bearer key answers ``{"messages": [{"msg_id", "to_email"
 That list does not carry the custom args, so each listed message to our
 recipient is confirmed by its details (``GET {base_url}/v3/messages/{msg_id}``,
 whose ``unique_args`` must name our reference): the query's filter alone proves
-nothing. The API comes with a paid add-on of the account (additional email activity
-history, 30 days) and a key with Email Activity access; without them SendGrid
-refuses the request and the lookup fails. A message whose details name our
-reference is found: SendGrid took it (``processed``, ``delivered`` or
-``not_delivered``), which settles the send as its ``processed`` event would;
-its later events refine it.
+nothing. A listed ``msg_id`` whose part before its first dot is the
+``X-Message-Id`` SendGrid answered our send with (when we stored one) needs no
+details. The API comes with a paid add-on of the account (additional email
+activity history, 30 days) and a key with Email Activity access; without them
+SendGrid refuses the request and the lookup fails. A message so confirmed is
+found: SendGrid took it (``processed``, ``delivered`` or ``not_delivered``),
+which settles the send as its ``processed`` event would; its later events
+refine it.
 """
 
 from __future__ import annotations
@@ -26,13 +28,12 @@ from console.core.asking import Question
 from console.events import ACCEPTED, ReportedEvent
 from console.events.metadata import REFERENCE_KEY, reference_for, reference_in
 from console.transports.answers import Reply, clean_id, clean_text, json_object
-from console.transports.lookup_core import FAILED, Finding, Get, refused
+from console.transports.lookup_core import FAILED, Finding, Get, names_our_send, refused
 
 SOURCE = "sendgrid"
 PAGE = 10  # our reference names one message; a few more only if SendGrid lists it twice
 CONFIRMED_AT_MOST = 3  # details asked for, one request each, inside the lookup's deadline
 MAX_UNIQUE_ARGS_CHARS = 4096
-_PROVIDER_ID = re.compile(r"\.(filter|recvd)")  # msg_id = the X-Message-Id, then its route
 _QUOTED = re.compile(r'[^"\\\x00-\x1f]{1,320}')  # what a query may quote, here an address
 
 
@@ -58,16 +59,18 @@ class SendGridLookupApi:
         headers = {"Authorization": f"Bearer {self._api_key}", "Accept": "application/json"}
         return f"{self.endpoint}/{quote(msg_id, safe='')}", headers
 
-    def candidates(self, reply: Reply, question: Question) -> list[str] | None:
-        """The msg_ids listed to our recipient, or None when the answer is not the list."""
+    def candidates(self, reply: Reply, question: Question) -> list[dict[str, Any]] | None:
+        """The messages listed to our recipient (one per msg_id), or None when the answer is
+        not the list."""
         messages = (json_object(reply) or {}).get("messages")
         if not isinstance(messages, list):
             return None
-        listed = [m["msg_id"] for m in messages[:PAGE] if _is_ours(m, question)]
-        return list(dict.fromkeys(listed))[:CONFIRMED_AT_MOST]
+        listed = {m["msg_id"]: m for m in messages[:PAGE] if _is_ours(m, question)}
+        return list(listed.values())[:CONFIRMED_AT_MOST]
 
     async def ask(self, get: Get, question: Question) -> Finding:
-        """List the messages to our recipient, then keep those whose details name our reference."""
+        """List the messages to our recipient, then keep those with the X-Message-Id we stored
+        and those whose details name our reference."""
         reply = await get(*self.request(question))
         if reply.status != 200:
             return refused(self.provider, reply)
@@ -75,7 +78,11 @@ class SendGridLookupApi:
         if listed is None:
             return Finding(FAILED, detail="the answer is not SendGrid's Email Activity")
         confirmed = []
-        for msg_id in listed:
+        for message in listed:
+            msg_id = message["msg_id"]
+            if names_our_send(question, reference=None, provider_id=_x_message_id(msg_id)):
+                confirmed.append(_event(msg_id, message, question))
+                continue
             details = await get(*self.detail_request(msg_id))
             if details.status not in (200, 404):
                 return refused(self.provider, details)
@@ -110,9 +117,14 @@ def _is_ours(message: Any, question: Question) -> bool:
     return isinstance(to_email, str) and to_email.lower() == question.recipient.lower()
 
 
+def _x_message_id(msg_id: str) -> str:
+    """The X-Message-Id SendGrid answered the send with: its msg_id before the first dot."""
+    return msg_id.partition(".")[0] or msg_id
+
+
 def _event(msg_id: str, details: dict[str, Any], question: Question) -> ReportedEvent:
     reference = reference_for(question.intent_id, question.message_id)
-    provider_id = _PROVIDER_ID.split(msg_id)[0] or msg_id
+    provider_id = _x_message_id(msg_id)
     status = (clean_text(details.get("status")) or "unknown")[:40]
     return ReportedEvent(
         source=SOURCE,

@@ -185,9 +185,9 @@ CASES = [
         FOUND,
     ),
     (
-        "mailgun: another message-id",
+        "mailgun: another message-id and reference",
         mailgun,
-        {MG_EVENTS: {"items": [mg_item("8.other@shop.example.com", OURS)]}},
+        {MG_EVENTS: {"items": [mg_item("8.other@shop.example.com", THEIRS)]}},
         NOT_FOUND,
     ),
     (
