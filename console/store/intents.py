@@ -173,6 +173,11 @@ def last_attempts(session: Session, intent_ids: Collection[int]) -> dict[int, La
     return {row.intent_id: LastAttempt(*row) for row in session.execute(query)}
 
 
+def attempt_number(session: Session, attempt_id: int) -> int | None:
+    """Return the number an attempt has among its intent's (1 for the first), or None."""
+    return session.scalar(select(Attempt.attempt_number).where(Attempt.id == attempt_id))
+
+
 # Timeline ----------------------------------------------------------------------------------------
 #
 # One intent's story in time order: its event, attempts, provider events, operator actions.

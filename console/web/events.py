@@ -7,6 +7,7 @@ from flask import Blueprint, Flask, abort, render_template, request
 from console.core.whole_numbers import whole_number
 from console.store import events
 from console.store import events as event_store
+from console.store.intents import attempt_number
 from console.vocabulary import OPERATOR, VIEWER
 from console.web import forms
 from console.web.auth import has_role, role_required
@@ -67,7 +68,14 @@ def detail(event_id: int):
     found = event_store.event_detail(db.session, event_id)
     if found is None:
         abort(404, description=f"There is no provider event {event_id}.")
-    return render_template("events/detail.html", detail=found, show_payload=has_role(OPERATOR))
+    attempt_id = found.event.attempt_id
+    number = attempt_number(db.session, attempt_id) if attempt_id is not None else None
+    return render_template(
+        "events/detail.html",
+        detail=found,
+        attempt_number=number,
+        show_payload=has_role(OPERATOR),
+    )
 
 
 def init_app(app: Flask) -> None:

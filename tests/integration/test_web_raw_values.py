@@ -7,7 +7,13 @@ import datetime as dt
 import html
 import re
 
-from console.models import utcnow
+from sqlalchemy import select
+
+from console.demo.seeded_history import record_earlier_send
+from console.events import ReportedEvent
+from console.models import ProviderEvent, utcnow
+from console.store.events import record_events
+from console.web.extensions import db
 
 
 def text_of(page: str) -> str:
@@ -59,3 +65,50 @@ def test_the_lists_say_how_long_ago_each_intent_was_created(console_client, add_
     page = console_client("viewer").get("/intents").text
     row = re.search(rf'<tr id="intent-{intent_id}".*?</tr>', page, re.DOTALL).group(0)
     assert "7 min ago" in text_of(row)
+
+
+def _sent_with_an_event(app, add_intent, number: int) -> int:
+    """An intent sent once (attempt row `number` of the database), with a delivery; the event."""
+    intent_id = add_intent("pending", to=f"p{number}@example.com")
+    sent_at = utcnow() - dt.timedelta(minutes=3)
+    with app.app_context():
+        record_earlier_send(
+            db.session, intent_id, provider_message_id=f"p-{number}", sent_at=sent_at
+        )
+        event = ReportedEvent(
+            source="webhook", source_event_id=f"e{number}", event_type="delivered",
+            recipient=f"p{number}@example.com", provider_message_id=f"p-{number}", payload={},
+        )  # fmt: skip
+        record_events(db.session, [event])
+        db.session.commit()
+        return db.session.scalar(
+            select(ProviderEvent.id).where(ProviderEvent.intent_id == intent_id)
+        )
+
+
+def test_an_event_page_names_the_attempt_by_its_number_for_its_intent(
+    app, console_client, add_intent
+):
+    for number in (1, 2):
+        _sent_with_an_event(app, add_intent, number)
+    event_id = _sent_with_an_event(app, add_intent, 3)
+    with app.app_context():
+        assert db.session.scalar(select(ProviderEvent.attempt_id).where(
+            ProviderEvent.id == event_id)) == 3  # fmt: skip
+    page = console_client("viewer").get(f"/events/{event_id}").text
+    said = text_of(re.search(r'<dl class="facts" id="event-effect">.*?</dl>', page, re.S).group(0))
+    assert "attempt 1 of 1" in said, said
+
+
+def test_the_events_and_suppressions_lists_say_how_long_ago(app, console_client, add_intent):
+    event_id = _sent_with_an_event(app, add_intent, 1)
+    client = console_client("operator")
+    post(client, "/suppressions", address="gone@example.com", reason="asked")
+    events = client.get("/events").text
+    row = re.search(
+        rf'<tr>\s*<td class="token"><a href="/events/{event_id}">.*?</tr>', events, re.S
+    )
+    assert re.search(r"\d+ s ago|now", text_of(row.group(0))), row.group(0)
+    suppressions = client.get("/suppressions").text
+    row = re.search(r"<tr>\s*<td class=\"address\">.*?gone@.*?</tr>", suppressions, re.S)
+    assert re.search(r"\d+ s ago|now", text_of(row.group(0))), row.group(0)
