@@ -194,9 +194,7 @@ def _finish_bulk(action: str, filters: SearchFilters, acted: int, changed_since_
         wakeup.notify()
     flash(_BULK_DONE[action].format(plural(acted, "intent")), "success")
     if changed_since_preview:
-        flash(
-            f"{plural(changed_since_preview, 'intent')} of those the preview counted changed "
-            "since and were left as they are.",
-            "warning",
-        )
+        left = "was left as it is" if changed_since_preview == 1 else "were left as they are"
+        counted = plural(changed_since_preview, "intent")
+        flash(f"{counted} of those the preview counted changed since and {left}.", "warning")
     return forms.redirect_to("intents.search", **filters.as_args())

@@ -83,7 +83,7 @@ def test_the_erasure_preview_speaks_in_agreeing_plurals(console_client, add_inte
     form = {"address": "solo@example.com", "reason": "ticket 9", "csrf_token": admin.csrf_token}
     admin.post("/erasure/preview", data=form)
     page = admin.get("/erasure").text
-    assert "finished intent, with their attempts" in page
+    assert "finished intent, with its attempts" in page
     assert "<strong>0</strong> provider events" in page
 
 
