@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 BROKEN_WORDS = """() => {
   const broken = [];
   const roots = document.querySelectorAll(
-    'main td, main th, .status, .token, .role, .topbar nav a, .whoami a');
+    'main td, main th, .status, .token, .role, .tile span, .topbar nav a, .whoami a');
   for (const root of roots) {
     const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
@@ -120,3 +120,47 @@ def test_each_search_result_shows_its_status_and_report_without_a_sideways_scrol
         }
     ]
     assert scrolling == []
+
+
+# the users table's controls that lie past the screen's right edge
+CONTROLS_OFF_SCREEN = """() => [...document.querySelectorAll(
+  '#user-table button, #user-table select, #user-table input:not([type=hidden])')]
+  .filter((control) => control.getBoundingClientRect().right > window.innerWidth + 1)
+  .map((control) => control.getAttribute('aria-label') || control.textContent.trim())"""
+# each chart label's size on screen, and the labels that overlap one another or leave the chart
+CHART_LABELS = """() => {
+  const svg = document.querySelector('svg.chart');
+  const box = svg.getBoundingClientRect();
+  const labels = [...svg.querySelectorAll('text')].map((text) => ({
+    text: text.textContent,
+    px: parseFloat(getComputedStyle(text).fontSize) * text.getScreenCTM().a,
+    rect: text.getBoundingClientRect(),
+  }));
+  const overlaps = (a, b) =>
+    a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  return {
+    small: labels.filter((l) => l.px < 10).map((l) => `${l.text} at ${l.px.toFixed(1)} px`),
+    overlapping: labels.flatMap((a, i) => labels.slice(i + 1)
+      .filter((b) => overlaps(a.rect, b.rect)).map((b) => `${a.text} / ${b.text}`)),
+    clipped: labels.filter((l) => l.rect.left < box.left - 0.5 || l.rect.right > box.right + 0.5
+      || l.rect.top < box.top - 0.5 || l.rect.bottom > box.bottom + 0.5).map((l) => l.text),
+  };
+}"""
+
+
+def test_a_phone_reaches_every_user_control_and_reads_the_chart(live_console, chromium, states):
+    context = chromium.new_context(viewport={"width": 390, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    try:
+        log_in(page, live_console, "ada")
+        page.goto(live_console.url("/users"))
+        page.wait_for_selector("#user-table button")
+        off_screen = page.evaluate(CONTROLS_OFF_SCREEN)
+        page.goto(live_console.url("/"))
+        page.wait_for_selector("svg.chart text")
+        labels = page.evaluate(CHART_LABELS)
+    finally:
+        context.close()
+    assert off_screen == []
+    assert labels == {"small": [], "overlapping": [], "clipped": []}
