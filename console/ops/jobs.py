@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import random
+import threading
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import Engine
@@ -39,6 +40,7 @@ class OpsJobs:
         self.session_factory = make_session_factory(self.engine)
         self.scheduler = BackgroundScheduler(timezone=dt.UTC)
         self.lookup: provider_asking.ProviderLookup | None = None  # set by start()
+        self.stopping = threading.Event()  # set by shutdown(): a reconcile run asks no further
 
     def start(self, first_retention_delay_seconds: float | None = None) -> OpsJobs:
         now = dt.datetime.now(dt.UTC)
@@ -85,7 +87,9 @@ class OpsJobs:
 
         try:
             catalog = catalog_for(self.settings)
-            provider_asking.run(self.session_factory, self.settings, self.lookup, catalog)
+            provider_asking.run(
+                self.session_factory, self.settings, self.lookup, catalog, stop=self.stopping
+            )
         except Exception:  # noqa: BLE001 - logged; the next interval tries again
             log.exception("reconcile by asking failed", extra={"stage": "reconcile"})
 
@@ -108,6 +112,8 @@ class OpsJobs:
             log.exception("retention pass failed", extra={"stage": "retention"})
 
     def shutdown(self) -> None:
+        """Stop the jobs, waiting for those running (a reconcile run: its lookup in flight)."""
+        self.stopping.set()
         self.scheduler.shutdown(wait=True)
         if self.lookup is not None:
             self.lookup.close()

@@ -9,7 +9,8 @@ Activity) can answer; Resend finds a message only by its own id, which an
 ambiguous send lacks (a retry with the same idempotency key is its way), and
 SES has no lookup: their events settle a send. Each lookup has one deadline;
 a provider that gives no answer by it ends the run (the rest wait for the next
-one), so stopping the process waits at most that deadline. Lookups that keep
+one), and so does the process's stop once the lookup in flight has its answer,
+so stopping the process waits at most that deadline. Lookups that keep
 failing raise an alert (``console.ops.lookup_alerts``).
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -95,14 +97,18 @@ def run(
     *,
     clock: Callable[[], dt.datetime] = utcnow,
     sleep: Callable[[float], None] = time.sleep,
+    stop: threading.Event | None = None,
 ) -> AskReport:
-    """Ask about one batch of ambiguous intents and write what each answer decides."""
+    """Ask about one batch of ambiguous intents and write what each answer decides; once
+    `stop` is set, ask no further."""
     report = AskReport()
     with session_factory() as session:
         to_ask = questions.ambiguous_to_ask(session, limit=BATCH)
     for number, question in enumerate(to_ask):
         if number:
             sleep(ASK_INTERVAL_SECONDS)
+        if stop is not None and stop.is_set():
+            break
         finding = lookup.ask(question)  # outside any transaction
         report.asked += 1
         action = decide(finding, question, settings, catalog, clock())
