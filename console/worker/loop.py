@@ -80,8 +80,8 @@ class Worker:
     ) -> None:
         self.session_factory = session_factory
         engine = session_factory.kw["bind"]
-        # a connection for each sender's marks, one for the records
-        self._store = send_store_for(engine, connections=settings.concurrency + 1)
+        # each sender's mark, and its last record written while its next email goes
+        self._store = send_store_for(engine, connections=2 * settings.concurrency)
         self._record_errors: list[Exception] = []  # records that failed in this batch
         self.transport = transport
         self.settings = settings
@@ -209,19 +209,27 @@ class Worker:
         self._refused_lanes = {}
 
         async def one_connection() -> None:
-            while waiting and not self.stopping:
-                claim = waiting.popleft()
-                if (critical := await self._critical.after_take(waiting, self.clock)) is not None:
-                    report.claimed += len(critical.leased)  # due since the claim: next in line
-                    report_not_sent(critical.not_sent, report)
-                until = self._refused_lanes.get(claim.intent.lane)
-                if until is None and self._deferral_of(claim.intent.recipient) is not None:
-                    # the claim skips a deferred domain: back with its place in the queue
-                    until = claim.intent.next_attempt_at
-                if until is not None:
-                    held_back.append((claim, until))
-                else:
-                    await self._process(claim, report)
+            recording = None  # this sender's last record, written while its next email goes
+            try:
+                while waiting and not self.stopping:
+                    claim = waiting.popleft()
+                    if critical := await self._critical.after_take(waiting, self.clock):
+                        report.claimed += len(critical.leased)  # due since the claim: next
+                        report_not_sent(critical.not_sent, report)
+                    until = self._refused_lanes.get(claim.intent.lane)
+                    if until is None and self._deferral_of(claim.intent.recipient) is not None:
+                        # the claim skips a deferred domain: back with its place in the queue
+                        until = claim.intent.next_attempt_at
+                    if until is not None:
+                        held_back.append((claim, until))
+                        continue
+                    outcome = await self._process(claim)
+                    if recording is not None:
+                        await recording
+                    recording = asyncio.ensure_future(self._record(outcome, report))
+            finally:
+                if recording is not None:
+                    await recording
 
         lanes = min(self.settings.concurrency, len(leased))
         self._ahead.start(waiting)
@@ -246,8 +254,8 @@ class Worker:
         """When the recipient's domain deferred during this batch: the deferral's end."""
         return self.guard.deferral_of(recipient, self.clock()) if self.guard else None
 
-    async def _process(self, claim: claims.Claim, report: TickReport) -> None:
-        """Send one claimed intent; its T2 is queued and runs while the next one is sent."""
+    async def _process(self, claim: claims.Claim) -> FinishedAttempt:
+        """Send one claimed intent; what its T2 is to record."""
         result = await self._send(claim)
         if result.error_type == SuppressedBeforeBody.__name__:  # refused by the mark itself
             now = self.clock()
@@ -271,8 +279,7 @@ class Worker:
             recipient, outcome_name = claim.intent.recipient, classification.outcome
             deferral = self.guard.note_domain_outcome(recipient, outcome_name, result, now)
         self._crash_if("before_record")
-        outcome = FinishedAttempt(claim, result, classification, decision, now, deferral)
-        await self._record(outcome, report)
+        return FinishedAttempt(claim, result, classification, decision, now, deferral)
 
     def _wait_uncharged(self, claim: claims.Claim, reason: str, now: dt.datetime) -> Decision:
         """The relay refused the session: the intent waits, the rest of its lane too."""

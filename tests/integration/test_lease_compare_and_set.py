@@ -1,4 +1,4 @@
-"""The lease token's compare-and-set, against the real record statement on SQLite and PostgreSQL.
+"""The lease token's compare-and-set, against each send store's record on SQLite and PostgreSQL.
 
 A worker claims an intent, goes silent, its lease is swept and another worker claims the
 intent anew; when the first worker finally records its outcome, nothing changes.
@@ -6,6 +6,7 @@ intent anew; when the first worker finally records its outcome, nothing changes.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
 from sqlalchemy import select
@@ -16,6 +17,7 @@ from console.core.send_result import SendResult
 from console.models import Attempt, Intent, utcnow
 from console.outbox import enqueue
 from console.store import claims, records
+from console.store.send_store import send_store_for
 from console.vocabulary import (
     ACCEPTED,
     CLAIMED,
@@ -53,6 +55,19 @@ def sweep(session_factory, now: dt.datetime) -> None:
         session.commit()
 
 
+def record_on_store(engine, values) -> bool:
+    """The send store's record of `values`, on a store of its own."""
+
+    async def record() -> bool:
+        store = send_store_for(engine)
+        try:
+            return await store.record(values)
+        finally:
+            await store.close()
+
+    return asyncio.run(record())
+
+
 def test_a_swept_worker_records_nothing_once_another_worker_holds_the_intent(
     engine, session_factory
 ):
@@ -72,18 +87,11 @@ def test_a_swept_worker_records_nothing_once_another_worker_holds_the_intent(
     assert current.lease_token != silent.lease_token
 
     accepted = SendResult(REPLY_READ, code=250, reply_text="2.0.0 Ok: queued as Q1")
-    connection = records.writer(engine)
-    try:
-        recorded = records.record_outcome(
-            connection,
-            silent,
-            accepted,
-            Classification(ACCEPTED, "accepted"),
-            Decision(SUBMITTED),
-            T0 + LEASE + dt.timedelta(seconds=3),
-        )
-    finally:
-        connection.close()
+    late = T0 + LEASE + dt.timedelta(seconds=3)
+    values = records.record_values(
+        silent, accepted, Classification(ACCEPTED, "accepted"), Decision(SUBMITTED), late
+    )
+    recorded = record_on_store(engine, values)
 
     assert recorded is False
     with session_factory() as session:

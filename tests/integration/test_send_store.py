@@ -10,12 +10,11 @@ import threading
 import time
 
 import pytest
-from sqlalchemy import func, insert, select, text, update
+from sqlalchemy import insert, text, update
 from sqlalchemy.exc import DBAPIError
 
 from console.models import Attempt, Suppression
 from console.store import send_store_postgres
-from console.store import statements as s
 from console.store.send_store import SUPPRESSED, SWEPT, send_store_for
 from console.vocabulary import CLAIMED, DATA_SENT
 from tests.support.claim_steps import T0, lease_all, lock, queue
@@ -51,11 +50,7 @@ def on_store(engine, use, connections: int = 1):
     return asyncio.run(run())
 
 
-def backend_pid(engine, seconds: float = 0.0) -> s.Prepared:
-    """A statement answering the process id of the server's end of its connection, after
-    `seconds` asleep."""
-    asleep = func.pg_sleep(seconds).table_valued("slept").render_derived()
-    return s.prepared(select(func.pg_backend_pid()).select_from(asleep), engine.dialect)
+BACKEND_PID = "SELECT pg_backend_pid()"  # the server's end of the statement's connection
 
 
 def hold_row_lock(engine, attempt_id: int, seconds: float = HOLD_SECONDS) -> threading.Thread:
@@ -131,7 +126,7 @@ def test_a_connection_lost_mid_mark_raises_and_a_fresh_one_marks(engine, session
 
     async def lost_then_fresh(store):
         await store.mark(second, other)  # the connection is open
-        _, [(pid,)] = await store._writer.run(backend_pid(engine), {}, "pid")
+        _, [(pid,)] = await store._run(BACKEND_PID, {}, "pid")
         with engine.connect() as admin:
             admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
         with pytest.raises(DBAPIError):
@@ -180,22 +175,3 @@ def test_a_cancelled_mark_leaves_the_connection_usable(engine, session_factory, 
     holder.join()
     assert stage_of(session_factory, held) == CLAIMED, "psycopg cancelled it in the server"
     assert stage_of(session_factory, after) == DATA_SENT
-
-
-@PG
-def test_writes_at_once_run_on_connections_of_their_own_up_to_the_store_s_size(engine):
-    """Far from the database, a send's mark must not wait behind the others' round trips:
-    writes in flight together each get a connection, up to the size; beyond it they wait
-    for one to come back."""
-
-    async def pids_of_writes_at_once(store, count: int) -> list[int]:
-        asleep = backend_pid(engine, seconds=0.3)
-        answers = await asyncio.gather(
-            *(store._writer.run(asleep, {}, "pid") for _ in range(count))
-        )
-        return [pid for _, [(pid,)] in answers]
-
-    at_once = on_store(engine, lambda store: pids_of_writes_at_once(store, 3), connections=3)
-    assert len(set(at_once)) == 3
-    beyond = on_store(engine, lambda store: pids_of_writes_at_once(store, 4), connections=2)
-    assert len(set(beyond)) == 2, "two connections at most, each used twice"
