@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session
 from console.store import send_queries_postgres as q
 from console.store import suppressions
 from console.store.database import CONNECT_TIMEOUT_SECONDS, read_json
+from console.store.record_batches import RecordBatches
 from console.store.send_store import SUPPRESSED, SWEPT, T
 
 # How long a mark or a record may take before it is cancelled and fails.
@@ -51,6 +52,7 @@ class PostgresSendStore:
         self._connect_arguments = connect_arguments(engine)
         self._size = max(1, connections)
         self._pool: AsyncConnectionPool | None = None
+        self._records = RecordBatches(self._record_batch, size=self._size)
         self._async_engine = asyncio_engine(engine)
         self._sessions = async_sessionmaker(self._async_engine, expire_on_commit=False)
 
@@ -68,8 +70,24 @@ class PostgresSendStore:
         return SUPPRESSED if found else SWEPT
 
     async def record(self, values: dict[str, Any]) -> bool:
-        _, recorded = await self._run(q.RECORD_IF_MOVED, _in_utc(values), "record")
-        return bool(recorded)
+        return await self._records.record(_in_utc(values))
+
+    async def _record_batch(self, batch: list[dict[str, Any]]) -> list[bool]:
+        """The records of `batch`: one alone as its own statement, several in one
+        transaction sent together (psycopg's ``executemany``, in pipeline mode, costs
+        more than a plain statement for one); whether each was recorded."""
+        if len(batch) == 1:
+            _, recorded = await self._run(q.RECORD_IF_MOVED, batch[0], "record")
+            return [bool(recorded)]
+        try:
+            async with asyncio.timeout(STATEMENT_SECONDS):
+                pool = await self._opened_pool()
+                async with pool.connection() as connection, connection.transaction():
+                    cursor = connection.cursor()
+                    await cursor.executemany(q.RECORD_IF_MOVED, batch, returning=True)
+                    return [bool(await each.fetchall()) async for each in cursor.results()]
+        except (psycopg.Error, OSError, TimeoutError) as error:
+            raise _as_sqlalchemy_error("records", error) from error
 
     async def forget_connections(self) -> None:
         pool, self._pool = self._pool, None

@@ -58,6 +58,9 @@ from console.worker.tick import FinishedAttempt, TickReport
 
 log = logging.getLogger(__name__)
 HOUSEKEEPING_INTERVAL = dt.timedelta(seconds=1)
+# A sender's records still being written while it sends on: on PostgreSQL they go in
+# batches (``store.record_batches``), up to this many a sender in each.
+RECORDS_A_SENDER = 2
 
 
 class Worker:
@@ -209,7 +212,7 @@ class Worker:
         self._refused_lanes = {}
 
         async def one_connection() -> None:
-            recording = None  # this sender's last record, written while its next email goes
+            recording: collections.deque = collections.deque()  # its records in flight
             try:
                 while waiting and not self.stopping:
                     claim = waiting.popleft()
@@ -224,12 +227,12 @@ class Worker:
                         held_back.append((claim, until))
                         continue
                     outcome = await self._process(claim)
-                    if recording is not None:
-                        await recording
-                    recording = asyncio.ensure_future(self._record(outcome, report))
+                    if len(recording) == RECORDS_A_SENDER:
+                        await recording.popleft()
+                    recording.append(asyncio.ensure_future(self._record(outcome, report)))
             finally:
-                if recording is not None:
-                    await recording
+                for record in recording:
+                    await record
 
         lanes = min(self.settings.concurrency, len(leased))
         self._ahead.start(waiting)

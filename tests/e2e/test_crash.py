@@ -226,7 +226,7 @@ def test_a_stale_worker_changes_nothing(moment, session_factory, make_worker, cl
 
 
 @pytest.mark.postgres
-def test_sigkill_with_sends_in_flight_leaves_at_most_two_unknown_a_connection(request, tmp_path):
+def test_sigkill_with_sends_in_flight_leaves_at_most_three_unknown_a_connection(request, tmp_path):
     url = new_database("postgresql", request, tmp_path)
     recipients = [r for n in range(60, 70) for r in enqueue_scenario(url, n, ORDER)]
     connections = 4
@@ -237,9 +237,9 @@ def test_sigkill_with_sends_in_flight_leaves_at_most_two_unknown_a_connection(re
             for row in intent_rows(url)
             if row.status == SENDING and row.message_id in server.delivered_message_ids()
         ]
-        # each sender writes its last record while its next email goes: a kill leaves
-        # unrecorded at most a send in flight and a record a connection
-        assert 1 <= len(accepted_unrecorded) <= 2 * connections, "two a connection at most"
+        # each sender sends on while its last two records are written: a kill leaves
+        # unrecorded at most a send in flight and two records a connection
+        assert 1 <= len(accepted_unrecorded) <= 3 * connections, "three a connection at most"
 
         delivered = restart_until_settled(url, server, tmp_path)
 
@@ -248,7 +248,7 @@ def test_sigkill_with_sends_in_flight_leaves_at_most_two_unknown_a_connection(re
     assert set(delivered.values()) == {1}, "no Message-ID received twice"
     unknown = [row for row in rows if row.status == AMBIGUOUS]
     assert {row.message_id for row in unknown} >= set(accepted_unrecorded), "held, not resent"
-    assert len(unknown) <= 2 * connections, "a send and a record a connection at most"
+    assert len(unknown) <= 3 * connections, "a send and two records a connection at most"
     for row in rows:
         if row.status != AMBIGUOUS:
             assert row.status == SUBMITTED and delivered[row.message_id] == 1
