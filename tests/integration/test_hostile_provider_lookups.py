@@ -7,29 +7,22 @@ our query's filter would.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from console.core.asking import FOUND, NOT_FOUND, Question
-from console.events.metadata import reference_for
+from console.core.asking import FOUND, NOT_FOUND
 from console.transports.lookup_core import ProviderLookup
 from console.transports.mailgun_lookup import MailgunLookupApi
 from console.transports.postmark_lookup import PostmarkLookupApi
 from console.transports.sendgrid_lookup import SendGridLookupApi
+from tests.support.lookup_questions import OUR_REFERENCE, THEIR_REFERENCE, question_about
 
-QUESTION = Question(
-    intent_id=7,
-    message_id="<7.abc@shop.example.com>",
-    recipient="amb@example.com",
-    template="welcome",
-    attempted_at=dt.datetime(2026, 5, 20, 10, 0, tzinfo=dt.UTC),
-)
-OURS = reference_for(QUESTION.intent_id, QUESTION.message_id)
-THEIRS = reference_for(8, "<8.other@shop.example.com>")
+QUESTION = question_about()
+OURS = OUR_REFERENCE
+THEIRS = THEIR_REFERENCE
 SG_LIST = "/v3/messages"
 OTHER_MSG = {"msg_id": "SOMEOTHERMSG.filter0001", "to_email": "amb@example.com"}
 

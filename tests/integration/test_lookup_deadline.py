@@ -7,26 +7,20 @@ provider gave no answer yet. Only "well within" bounds are asserted.
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 
 import pytest
 
-from console.core.asking import FAILED, Question
+from console.core.asking import FAILED
 from console.transports.lookup_core import ProviderLookup
 from console.transports.postmark_lookup import PostmarkLookupApi
 from console.transports.sendgrid_lookup import SendGridLookupApi
 from tests.support import slow_provider
+from tests.support.lookup_questions import question_about
 
 DEADLINE_SECONDS = 2.0
 WELL_WITHIN_SECONDS = 15.0
-QUESTION = Question(
-    intent_id=7,
-    message_id="<7.abc@shop.example.com>",
-    recipient="amb@example.com",
-    template="welcome",
-    attempted_at=dt.datetime(2026, 5, 20, 10, 0, tzinfo=dt.UTC),
-)
+QUESTION = question_about()
 SERVERS = {
     "trickling body": slow_provider.trickling_body,
     "trickling headers": slow_provider.trickling_headers,

@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select, text
 
-from console.models import Attempt, Intent, utcnow
-from console.store.suppressions import add_suppression
+from console.models import Attempt, Intent
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import DATA_SENT, ENVELOPE, SUBMITTED, SUPPRESSED
 from tests.support.orders import enqueue_orders
+from tests.support.send_changes import suppress, sweep
 from tests.support.smtp_server import ScriptedSMTPServer
 
 CONNECTIONS = [1, 4]
@@ -52,23 +52,6 @@ class AtEnvelope(SmtpTransport):
                     self.stage_when_body_allowed[staged.attempt_id] = found.scalar_one()
 
         return await super().send(email, watched)
-
-
-def suppress(engine, address: str) -> None:
-    from sqlalchemy.orm import Session
-
-    with Session(engine) as session:
-        add_suppression(session, address, actor="operator", reason="asked after the claim")
-        session.commit()
-
-
-def sweep(engine, attempt_id: int) -> None:
-    """What the lease-expiry sweep does to an attempt it takes back: finished, no body."""
-    with engine.begin() as connection:
-        connection.execute(
-            text("UPDATE email_attempt SET finished_at = :now WHERE id = :id"),
-            {"now": utcnow(), "id": attempt_id},
-        )
 
 
 @pytest.mark.parametrize("connections", CONNECTIONS)

@@ -11,16 +11,15 @@ or provider then holds the other email only, and the refused one is never "submi
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select, text
-from sqlalchemy.orm import Session
+from sqlalchemy import select
 
-from console.models import Attempt, Intent, utcnow
-from console.store.suppressions import add_suppression
+from console.models import Attempt, Intent
 from console.transports.http import HttpTransport
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import DATA_SENT, SUBMITTED, SUPPRESSED
 from tests.support.orders import enqueue_orders
 from tests.support.provider_server import start_provider, stop_provider
+from tests.support.send_changes import suppress, sweep
 from tests.support.smtp_relay import RawRelay
 
 API_KEY = "re_test_mark_refusal"
@@ -99,21 +98,6 @@ class BeforeMark:
 
     async def close(self) -> None:
         await self.inner.close()
-
-
-def suppress(engine, address: str) -> None:
-    with Session(engine) as session:
-        add_suppression(session, address, actor="operator", reason="asked after the claim")
-        session.commit()
-
-
-def sweep(engine, attempt_id: int) -> None:
-    """What the lease-expiry sweep does to an attempt it takes back: finished, no body."""
-    with engine.begin() as connection:
-        connection.execute(
-            text("UPDATE email_attempt SET finished_at = :now WHERE id = :id"),
-            {"now": utcnow(), "id": attempt_id},
-        )
 
 
 def statuses(session_factory) -> dict[str, str]:

@@ -12,31 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime as dt
 import json
 from urllib.parse import unquote, urlsplit
 
 import pytest
 
 from console.core.asking import FOUND, NOT_FOUND, Question
-from console.events.metadata import reference_for
 from console.transports.answers import Reply
 from console.transports.mailgun_lookup import MailgunLookupApi
 from console.transports.postmark_lookup import PostmarkLookupApi
 from console.transports.sendgrid_lookup import SendGridLookupApi
+from tests.support.lookup_questions import OUR_REFERENCE, THEIR_REFERENCE, question_about
 
 PM_STORED = "b7bc2f4a-e38e-4336-af7d-e6c392c2f817"  # Postmark's MessageID
 MG_STORED = "20260520100000.1.ABCDEF@mg.example.com"  # Mailgun's id, without brackets
 SG_STORED = "wrfRRvF7Q0GgwUo2CvDmEA"  # SendGrid's X-Message-Id
-QUESTION = Question(
-    intent_id=7,
-    message_id="<7.abc@shop.example.com>",
-    recipient="amb@example.com",
-    template="welcome",
-    attempted_at=dt.datetime(2026, 5, 20, 10, 0, tzinfo=dt.UTC),
-)
-OURS = reference_for(QUESTION.intent_id, QUESTION.message_id)
-THEIRS = reference_for(8, "<8.other@shop.example.com>")
+QUESTION = question_about()
+OURS = OUR_REFERENCE
+THEIRS = THEIR_REFERENCE
 OTHER_ID = "0f0e1d2c-aaaa-4bbb-8ccc-123456789abc"
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import json
 from urllib.parse import parse_qs, urlsplit
 
@@ -12,14 +11,9 @@ from console.events.metadata import reference_for
 from console.transports.answers import Reply
 from console.transports.lookup_core import ProviderLookup
 from console.transports.sendgrid_lookup import SendGridLookupApi
+from tests.support.lookup_questions import question_about
 
-QUESTION = Question(
-    intent_id=7,
-    message_id="<7.abc@shop.example.com>",
-    recipient="ada@example.com",
-    template="welcome",
-    attempted_at=dt.datetime(2026, 5, 20, 10, 0, tzinfo=dt.UTC),
-)
+QUESTION = question_about("ada@example.com")
 API = SendGridLookupApi("https://api.sendgrid.com/", "SG.key")
 
 
