@@ -16,6 +16,7 @@ prefix drawn at each start, so a restarted demo never hands out an id again.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import itertools
 import logging
@@ -119,8 +120,22 @@ class DemoSMTPServer:
         return f"smtp://127.0.0.1:{self.controller.port}"
 
     def start(self) -> DemoSMTPServer:
-        self.controller.start()
+        """Start serving; a port that cannot be bound raises, the server's loop closed."""
+        try:
+            self.controller.start()
+        except BaseException:
+            self._discard()
+            raise
         return self
+
+    def _discard(self) -> None:
+        """Stop the thread of a server that failed to start and close its event loop (left
+        open, it is collected at exit with a traceback on stderr)."""
+        with contextlib.suppress(Exception):
+            self.controller.stop(no_assert=True)
+        loop = self.controller.loop
+        if not loop.is_running() and not loop.is_closed():
+            loop.close()
 
     def stop(self) -> None:
         self.controller.stop()

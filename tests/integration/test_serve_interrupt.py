@@ -21,7 +21,11 @@ from tests.support.pgcluster import free_port
 
 @pytest.fixture
 def restored_signal_handlers():
+    """A new process's handlers for the test (an earlier test in this process may have
+    installed its own, e.g. an in-process `console worker`'s), the old ones after it."""
     handlers = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT)}
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     for number, handler in handlers.items():
         signal.signal(number, handler)
