@@ -18,7 +18,7 @@ from console.transports.sendgrid_lookup import SendGridLookupApi
 from tests.support import slow_provider
 from tests.support.lookup_questions import question_about
 
-DEADLINE_SECONDS = 2.0
+DEADLINE_SECONDS = 1.0
 WELL_WITHIN_SECONDS = 15.0
 QUESTION = question_about()
 SERVERS = {
