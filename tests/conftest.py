@@ -88,7 +88,6 @@ SERIAL_FILES = {
     "tests/e2e/test_send_concurrency.py",
     "tests/e2e/test_scale_out.py",
     "tests/integration/test_busy_database.py",
-    "tests/integration/test_critical_check.py",
 }
 SERIAL_TESTS: set[str] = set()
 

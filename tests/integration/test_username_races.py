@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import html
 import threading
-import time
 
 import pytest
 from sqlalchemy import func, select
 
 from console.cli import main
 from console.models import OperatorUser
+from console.store import accounts
 from console.store.accounts import UsernameTaken, create_user
 from console.web.extensions import db
 
@@ -28,23 +28,42 @@ def accounts_named(app, username: str) -> int:
         return db.session.scalar(query)
 
 
+CHECK_DEADLINE_SECONDS = 30.0
+
+
 class HeldCreation:
-    """An account created in one transaction that stays open until `commit()`."""
+    """An account created in one transaction that stays open until the other creation has
+    checked the name (``watch_the_check``); then committed, so that creation's INSERT
+    meets this row."""
 
     def __init__(self, session_factory, username: str) -> None:
         self.session = session_factory()
         create_user(self.session, username, PASSWORD, "viewer")
         self.session.flush()
+        self.checked = threading.Event()
 
-    def commit_after(self, seconds: float) -> None:
-        time.sleep(seconds)  # the other creation has checked the name and waits on this row
+    def watch_the_check(self, monkeypatch) -> None:
+        """Note when the next creation has checked the name (and found it free)."""
+        check = accounts.new_username
+
+        def checked(session, raw):
+            try:
+                return check(session, raw)
+            finally:
+                self.checked.set()
+
+        monkeypatch.setattr(accounts, "new_username", checked)
+
+    def commit_once_checked(self) -> None:
+        assert self.checked.wait(CHECK_DEADLINE_SECONDS), "the other creation never checked"
         self.session.commit()
         self.session.close()
 
 
-def test_the_second_of_two_creations_is_refused_as_taken(session_factory):
+def test_the_second_of_two_creations_is_refused_as_taken(session_factory, monkeypatch):
     held = HeldCreation(session_factory, "alice")
-    committer = threading.Thread(target=held.commit_after, args=(0.5,))
+    held.watch_the_check(monkeypatch)
+    committer = threading.Thread(target=held.commit_once_checked)
     committer.start()
     session = session_factory()
     try:
@@ -58,9 +77,10 @@ def test_the_second_of_two_creations_is_refused_as_taken(session_factory):
         committer.join()
 
 
-def test_the_command_line_says_the_name_is_taken(app, session_factory):
+def test_the_command_line_says_the_name_is_taken(app, session_factory, monkeypatch):
     held = HeldCreation(session_factory, "carol")
-    committer = threading.Thread(target=held.commit_after, args=(0.5,))
+    held.watch_the_check(monkeypatch)
+    committer = threading.Thread(target=held.commit_once_checked)
     committer.start()
     args = ["user", "create", "carol", "--role", "viewer", "--password-stdin"]
     result = app.test_cli_runner().invoke(main, args, input=f"{PASSWORD}\n")
