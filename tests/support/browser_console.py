@@ -43,6 +43,14 @@ def log_in(page, live_console, username: str) -> None:
     page.wait_for_url(live_console.url("/"))
 
 
+def open_from_nav(page, link_text: str, path: str) -> None:
+    """Follow the navigation's `link_text` to `path` and wait until the page has loaded:
+    a filter changed before htmx has bound it would not be sent."""
+    page.click(f"nav >> text={link_text}")
+    page.wait_for_url(f"**{path}")
+    page.wait_for_load_state("load")
+
+
 def open_search(page) -> None:
     """Go to the intent search from the navigation and wait until its page has loaded:
     typed before htmx has bound the search box, a query would be missed."""

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from console.store.suppressions import add_suppression
 from console.web.extensions import db
-from tests.support.browser_console import add_intent, log_in, open_search
+from tests.support.browser_console import add_intent, log_in, open_from_nav, open_search
 
 pytestmark = pytest.mark.browser
 
@@ -63,7 +63,7 @@ def test_back_on_the_suppression_list_restores_the_whole_page(live_console, cons
     suppress(live_console, "history.one@example.com")
     suppress(live_console, "history.two@example.com")
     log_in(page, live_console, "olga")
-    page.click("nav >> text=Suppressions")
+    open_from_nav(page, "Suppressions", "/suppressions")
     page.fill("#suppression-q", "history.one")
     expect(page).to_have_url(re.compile(r"q=history.one"))
     page.fill("#suppression-q", "history.two")
@@ -97,7 +97,7 @@ def test_event_feed_filters_live_and_back_restores_the_whole_page(live_console, 
         db.session.commit()
     page = console_page
     log_in(page, live_console, "vic")
-    page.click("nav >> text=Events")
+    open_from_nav(page, "Events", "/events")
     expect(page.locator("#event-table")).to_contain_text("complained@example.com")
     page.select_option("#event-filters select[name=type]", "bounced")
     expect(page).to_have_url(re.compile(r"/events\?type=bounced"))
