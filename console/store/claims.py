@@ -1,10 +1,15 @@
-"""T1 of the send loop, the claim: lock due intents, close those not to send, lease the rest.
+"""The claim and the lease sweep: the steps both databases share.
 
-Every write that gives an intent a lease or takes it back: the claim that leases due intents
-to a worker, and the sweep that takes back the leases of a worker that went silent. The
-statements they run are built once in ``console.store.statements``; on PostgreSQL a batch is
-leased in one statement whose values travel as arrays. Nothing here commits: the worker's
-session does.
+T1 of the send loop locks due intents (the engine's ``lock_due``: its SQL differs by
+database), screens them, closes those not to send (``close_unsent``), leases the rest
+(the engine's ``lease``) and commits; ``release`` gives back claims never handed to the
+transport. The sweep takes back the leases of a worker that went silent: the engine's
+``take_expired_leases`` finds them and finishes their open attempts
+(``finish_silent_attempts``), so their worker can no longer mark ``data_sent`` — the stage
+it had reached is what the worker judges by; ``settle_expired_lease`` then moves each
+intent as decided. Every write is guarded by the lease token (intents) or ``finished_at
+IS NULL`` (attempts), so concurrent workers and sweeps cannot both win. Nothing here
+commits: the caller's transaction does.
 """
 
 from __future__ import annotations
@@ -16,50 +21,26 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
     Connection,
     Integer,
-    String,
-    any_,
+    Select,
     bindparam,
     exists,
     func,
-    insert,
     literal,
     literal_column,
     select,
-    union_all,
-    update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.model_columns import UTCDateTime
-from console.models import Attempt, Intent, Suppression
+from console.models import Attempt, Intent
 from console.state_tables import DomainDeferral
-from console.store import holds, suppressions
+from console.store import holds
 from console.store import statements as s
 from console.vocabulary import CLAIMED, CRITICAL, LANES, PENDING, SENDING
-
-# The claim ---------------------------------------------------------------------------------------
-#
-# T1 of the send loop: lock due intents, close those not to send, lease the rest.
-#
-# The worker runs the steps in order and decides in between; nothing here commits (the worker's
-# session does, once the batch is leased):
-#
-# - ``lock_due``: a bounded batch of due intents, critical lane first. PostgreSQL locks rows with
-#   ``FOR UPDATE SKIP LOCKED``; SQLite has a single writer and claims with one ``UPDATE ...
-#   RETURNING`` that marks the rows ``sending`` before anyone else can see them ``pending``;
-# - ``suppressed_among``: which recipients of the batch are suppressed;
-# - ``close_unsent``: expired, suppressed, cancelled or deferred intents, no attempt;
-# - ``lease``: a fresh lease token and one ``attempt`` row each;
-# - ``release``: give back claimed intents never handed to the transport.
-#
-# Every later write is guarded by the lease token (intents) or ``finished_at IS NULL`` (attempts),
-# so concurrent workers and sweeps cannot both win.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,26 +59,18 @@ def lane_limits_within(limit: int, lane_limits: Mapping[str, int] | None) -> dic
     return {lane: min(limit, (lane_limits or {}).get(lane, limit)) for lane in LANES}
 
 
-def lock_due(
-    session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
-) -> list[s.DueIntent]:
-    """Lock up to `limit` due intents, at most `limits[lane]` from each lane, critical first."""
-    if session.get_bind().dialect.name == "postgresql":
-        return _lock_due_skip_locked(session, now, limit, limits)
-    return _mark_due_sending(session, now, limit, limits)
-
-
 # The claim's statements are built once; each claim binds `now` and the limits.
-_NOW = bindparam("b_now", type_=UTCDateTime())
+NOW = bindparam("b_now", type_=UTCDateTime())
 
 
-def _due_in_lane(lane: str):
+def due_in_lane(lane: str) -> Select:
+    """The due intents of `lane`: not held, their domain not deferred."""
     intent = s.INTENT.c
     return (
         select(*s.DUE_COLUMNS)
-        .where(intent.status == PENDING, intent.lane == lane, intent.next_attempt_at <= _NOW)
-        .where(~_in_deferred_domain(_NOW))
-        .where(~holds.lane_held(lane, _NOW), ~holds.intent_held(_NOW))
+        .where(intent.status == PENDING, intent.lane == lane, intent.next_attempt_at <= NOW)
+        .where(~_in_deferred_domain(NOW))
+        .where(~holds.lane_held(lane, NOW), ~holds.intent_held(NOW))
     )
 
 
@@ -114,11 +87,11 @@ RETRY_DUE = (s.INTENT.c.status == literal_column(f"'{PENDING}'")) & (
 )
 
 
-def _due_of_kind(lane: str, kind: int):
+def due_of_kind(lane: str, kind: int):
     """The due intents of `lane` of one kind (RETRY, FIRST_TRY), oldest first."""
     intent = s.INTENT.c
     of_kind = RETRY_DUE if kind == RETRY else intent.attempt_count == literal_column("0")
-    return _due_in_lane(lane).where(of_kind).order_by(intent.next_attempt_at, intent.id)
+    return due_in_lane(lane).where(of_kind).order_by(intent.next_attempt_at, intent.id)
 
 
 def waited_longest(intent: s.DueIntent) -> tuple:
@@ -136,113 +109,17 @@ def _in_deferred_domain(now):
     )
 
 
-def _lane_limit(lane: str):
+def lane_limit(lane: str):
+    """The bound parameter of `lane`'s cap in a claim's statement."""
     return bindparam(f"b_limit_{lane}", type_=Integer())
 
 
-# PostgreSQL: due rows of one lane and kind, locked, skipping rows other workers hold.
-_LOCK_DUE = {
-    (lane, kind): _due_of_kind(lane, kind)
-    .limit(_lane_limit(lane))
-    .with_for_update(skip_locked=True)
-    for lane in LANES
-    for kind in (RETRY, FIRST_TRY)
-}
-
-
-def _lock_due_skip_locked(
-    session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
-) -> list[s.DueIntent]:
-    """PostgreSQL: lock due rows lane by lane, retries first, skipping rows others hold."""
-    connection = session.connection()
-    due: list[s.DueIntent] = []
-    for lane in LANES:
-        in_lane = 0
-        for kind in (RETRY, FIRST_TRY):
-            remaining = min(limit - len(due), limits[lane] - in_lane)
-            if remaining <= 0:
-                break
-            values = {"b_now": now, f"b_limit_{lane}": remaining}
-            rows = [
-                s.DueIntent.from_row(row)
-                for row in connection.execute(_LOCK_DUE[(lane, kind)], values)
-            ]
-            due += rows
-            in_lane += len(rows)
-    return due
-
-
-_CRITICAL_DUE = select(exists(_due_in_lane(CRITICAL).with_only_columns(s.INTENT.c.id)))
+_CRITICAL_DUE = select(exists(due_in_lane(CRITICAL).with_only_columns(s.INTENT.c.id)))
 
 
 def critical_due(connection: Connection, now: dt.datetime) -> bool:
     """Whether a critical intent is due at `now` (as a claim would find it)."""
     return bool(connection.execute(_CRITICAL_DUE, {"b_now": now}).scalar())
-
-
-def _mark_due_sending_statement():
-    """SQLite: one UPDATE ... RETURNING that takes the write lock and the batch at once."""
-    per_lane = []
-    for rank, lane in enumerate(LANES):
-        kinds = []
-        for kind in (RETRY, FIRST_TRY):
-            chosen = _due_of_kind(lane, kind).with_only_columns(
-                s.INTENT.c.id, literal(kind).label("kind"), s.INTENT.c.next_attempt_at
-            )
-            kinds.append(select(chosen.limit(_lane_limit(lane)).subquery()))
-        both = union_all(*kinds).subquery()
-        in_lane = select(both).order_by(both.c.kind, both.c.next_attempt_at, both.c.id)
-        in_lane = in_lane.limit(_lane_limit(lane)).subquery()
-        per_lane.append(select(in_lane, literal(rank).label("lane_rank")))
-    ranked = union_all(*per_lane).subquery()
-    chosen = (
-        select(ranked.c.id)
-        .order_by(ranked.c.lane_rank, ranked.c.kind, ranked.c.next_attempt_at, ranked.c.id)
-        .limit(bindparam("b_limit", type_=Integer()))
-    )
-    return (
-        update(s.INTENT)
-        .where(s.INTENT.c.id.in_(chosen), s.INTENT.c.status == PENDING)
-        .values(status=SENDING, updated_at=_NOW)
-        .returning(*s.DUE_COLUMNS)
-    )
-
-
-_MARK_DUE_SENDING = _mark_due_sending_statement()
-_LANE_RANK = {lane: rank for rank, lane in enumerate(LANES)}
-
-
-def _mark_due_sending(
-    session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
-) -> list[s.DueIntent]:
-    """SQLite: one UPDATE ... RETURNING takes the write lock and the batch at once."""
-    values = {"b_now": now, "b_limit": limit}
-    values.update({f"b_limit_{lane}": limits[lane] for lane in LANES})
-    rows = session.connection().execute(_MARK_DUE_SENDING, values)
-    due = [s.DueIntent.from_row(row) for row in rows]
-    return sorted(due, key=lambda intent: (_LANE_RANK[intent.lane], *waited_longest(intent)))
-
-
-_SUPPRESSED_AMONG = select(Suppression.__table__.c.recipient).where(
-    Suppression.__table__.c.recipient.in_(bindparam("b_forms", expanding=True))
-)
-# PostgreSQL: the forms as one array, so the statement's text is the same for every batch
-# (an IN list of its own length each time is parsed anew by the driver).
-_SUPPRESSED_AMONG_ARRAY = select(Suppression.__table__.c.recipient).where(
-    Suppression.__table__.c.recipient == any_(bindparam("b_forms", type_=ARRAY(String)))
-)
-
-
-def suppressed_among(session: Session, recipients: set[str]) -> set[str]:
-    """Return those of `recipients` (lowercase) on the suppression list, as such or hashed."""
-    if not recipients:
-        return set()
-    forms = {form: r for r in recipients for form in suppressions.recipient_forms(r)}
-    connection = session.connection()
-    on_postgresql = connection.dialect.name == "postgresql"
-    statement = _SUPPRESSED_AMONG_ARRAY if on_postgresql else _SUPPRESSED_AMONG
-    found = connection.execute(statement, {"b_forms": list(forms)})
-    return {forms[recipient] for recipient in found.scalars()}
 
 
 def close_unsent(
@@ -265,59 +142,23 @@ def close_unsent(
         )
 
 
-def lease(
-    session: Session,
+def lease_tokens(count: int) -> list[str]:
+    """`count` fresh random lease tokens (one system call for them all)."""
+    random_bytes = secrets.token_bytes(16 * count)
+    return [random_bytes[16 * n : 16 * (n + 1)].hex() for n in range(count)]
+
+
+def claims_of(
     due: Sequence[s.DueIntent],
-    now: dt.datetime,
+    tokens: list[str],
+    attempt_ids: Mapping[str, int],
     lease_expires_at: dt.datetime,
-    worker_id: str,
 ) -> list[Claim]:
-    """Give each intent a fresh lease token and one new attempt row."""
-    if not due:
-        return []
-    connection = session.connection()
-    random_bytes = secrets.token_bytes(16 * len(due))  # one system call for the batch
-    tokens = [random_bytes[16 * n : 16 * (n + 1)].hex() for n in range(len(due))]
-    if connection.dialect.name == "postgresql":
-        attempt_ids = _lease_arrays(connection, due, tokens, now, lease_expires_at, worker_id)
-    else:
-        attempt_ids = _lease_rows(connection, due, tokens, now, lease_expires_at, worker_id)
+    """The claims of `due` leased under `tokens`, with the attempt id of each token."""
     return [
         Claim(intent, attempt_ids[token], intent.attempt_count + 1, token, lease_expires_at)
         for intent, token in zip(due, tokens, strict=True)
     ]
-
-
-def _lease_rows(connection, due, tokens, now, lease_expires_at, worker_id) -> dict[str, int]:
-    """One bound row a statement execution (SQLite); the attempt id of each lease token."""
-    connection.execute(
-        s.LEASE_INTENT,
-        [
-            dict(
-                b_id=intent.id,
-                b_token=token,
-                b_lease_expires_at=lease_expires_at,
-                b_attempt_count=intent.attempt_count + 1,
-                b_now=now,
-            )
-            for intent, token in zip(due, tokens, strict=True)
-        ],
-    )
-    inserted = connection.execute(
-        s.INSERT_ATTEMPTS,
-        [
-            dict(
-                intent_id=intent.id,
-                attempt_number=intent.attempt_count + 1,
-                lease_token=token,
-                worker_id=worker_id,
-                stage=CLAIMED,
-                started_at=now,
-            )
-            for intent, token in zip(due, tokens, strict=True)
-        ],
-    )
-    return {token: attempt_id for token, attempt_id in inserted}
 
 
 def release(
@@ -339,97 +180,6 @@ def release(
     return released
 
 
-# Leases as arrays (PostgreSQL) -------------------------------------------------------------------
-#
-# PostgreSQL: lease a claimed batch in one statement whose values travel as arrays.
-#
-# Leasing a batch row by row costs an ``UPDATE`` execution per intent and an ``INSERT`` with
-# several placeholders per attempt, whose text the driver parses anew every claim (too long for its
-# query cache). Here the batch's ids, tokens and counts are three arrays ``unnest`` turns back into
-# rows: the same rows written, in one short statement prepared once (the ``UPDATE`` in its
-# ``WITH``, the ``INSERT`` of the attempts after).
-
-
-def _array(name: str, item_type):
-    return bindparam(name, type_=ARRAY(item_type))  # psycopg's dialect casts it
-
-
-def _batch():
-    """The batch as rows: (intent_id, lease_token, attempt_number)."""
-    arrays = _array("b_ids", BigInteger), _array("b_tokens", String), _array("b_numbers", Integer)
-    columns = "intent_id", "lease_token", "attempt_number"
-    return func.unnest(*arrays).table_valued(*columns).render_derived()
-
-
-_LEASED = _batch()
-_LEASE_INTENTS = (
-    update(s.INTENT)
-    .where(s.INTENT.c.id == _LEASED.c.intent_id)
-    .values(
-        status=SENDING,
-        lease_token=_LEASED.c.lease_token,
-        lease_expires_at=bindparam("b_lease_expires_at", type_=UTCDateTime()),
-        attempt_count=_LEASED.c.attempt_number,
-        updated_at=bindparam("b_now", type_=UTCDateTime()),
-    )
-    .returning(s.INTENT.c.id, s.INTENT.c.attempt_count, s.INTENT.c.lease_token)
-    .cte("leased")
-)
-# One statement: the intents leased in a data-modifying WITH, an attempt added for each
-# row it leased, and each attempt's id returned with its lease token.
-LEASE_BATCH = (
-    insert(s.ATTEMPT)
-    .from_select(
-        ["intent_id", "attempt_number", "lease_token", "worker_id", "stage", "started_at"],
-        select(
-            _LEASE_INTENTS.c.id,
-            _LEASE_INTENTS.c.attempt_count,
-            _LEASE_INTENTS.c.lease_token,
-            bindparam("b_worker_id", type_=String()),
-            bindparam("b_stage", type_=String()),
-            bindparam("b_now", type_=UTCDateTime()),
-        ),
-    )
-    .add_cte(_LEASE_INTENTS)
-    .returning(s.ATTEMPT.c.lease_token, s.ATTEMPT.c.id)
-)
-
-
-def _lease_arrays(
-    connection: Connection,
-    due: Sequence[s.DueIntent],
-    tokens: list[str],
-    now: dt.datetime,
-    lease_expires_at: dt.datetime,
-    worker_id: str,
-) -> dict[str, int]:
-    """Lease each of `due` under its token and add its attempt; the attempt id of each token."""
-    batch = dict(
-        b_ids=[intent.id for intent in due],
-        b_tokens=tokens,
-        b_numbers=[intent.attempt_count + 1 for intent in due],
-        b_now=now,
-    )
-    inserted = connection.execute(
-        LEASE_BATCH,
-        dict(batch, b_lease_expires_at=lease_expires_at, b_worker_id=worker_id, b_stage=CLAIMED),
-    )
-    return {token: attempt_id for token, attempt_id in inserted}
-
-
-# Lease sweep -------------------------------------------------------------------------------------
-#
-# Leases whose worker went silent: take them back, then settle each as decided.
-#
-# The worker runs the two steps and decides in between; neither commits (the worker's housekeeping
-# transaction does):
-#
-# - ``take_expired_leases``: intents still ``sending`` after their lease ran out; their open
-#   attempt is finished first, so its worker can no longer mark DATA_SENT — the stage it had
-#   reached is what the worker judges by;
-# - ``settle_expired_lease``: move the intent (compare-and-set on the lease token) and write the
-#   verdict on its attempt.
-
 SWEEP_BATCH_SIZE = 200
 
 
@@ -443,9 +193,9 @@ class ExpiredLease:
     stage: str
 
 
-def take_expired_leases(session: Session, *, now: dt.datetime) -> list[ExpiredLease]:
-    """Find silent workers' intents and finish their attempts (up to a batch)."""
-    query = (
+def expired_leases(now: dt.datetime) -> Select:
+    """Intents still ``sending`` after their lease ran out, each with its open attempt."""
+    return (
         select(*s.DUE_COLUMNS, Intent.lease_token, Attempt.id)
         .outerjoin(
             Attempt,
@@ -454,14 +204,16 @@ def take_expired_leases(session: Session, *, now: dt.datetime) -> list[ExpiredLe
         .where(Intent.status == SENDING, Intent.lease_expires_at < now)
         .limit(SWEEP_BATCH_SIZE)
     )
-    if session.get_bind().dialect.name == "postgresql":
-        query = query.with_for_update(skip_locked=True, of=Intent)
-    leases = (_finish_silent_attempt(session, row, now) for row in session.execute(query).all())
+
+
+def finish_silent_attempts(session: Session, rows: Sequence[Any], now: dt.datetime):
+    """Finish the open attempt of each expired lease in `rows` (``expired_leases``): from
+    then on its worker can no longer mark ``data_sent``. The leases still to settle."""
+    leases = (_finish_silent_attempt(session, row, now) for row in rows)
     return [lease for lease in leases if lease is not None]
 
 
 def _finish_silent_attempt(session: Session, row: Any, now: dt.datetime) -> ExpiredLease | None:
-    """Finish the attempt first: from then on its worker can no longer mark DATA_SENT."""
     intent, lease_token, attempt_id = s.DueIntent.from_row(row), row[-2], row[-1]
     if attempt_id is None:
         return ExpiredLease(intent, lease_token, None, CLAIMED)

@@ -258,13 +258,12 @@ def clip(text: str | None, limit: int) -> str | None:
 # connection's dialect (its SQL and its bind processors, so each value is converted exactly as
 # ``Connection.execute`` converts it) and runs it on the DBAPI cursor of the SQLAlchemy connection.
 #
-# It commits on the DBAPI connection too, so it is used only on a connection with no transaction of
-# SQLAlchemy's own begun (``runs_on``); otherwise callers execute the Core statement as usual. A
-# driver error is raised as SQLAlchemy's ``DBAPIError`` without its parameters, as the engines
-# raise it, and a broken connection is invalidated so that the pool does not hand it out again.
+# It commits on the DBAPI connection too, so it is used only on a connection with no
+# transaction of SQLAlchemy's own begun (the SQLite engine's writer). A driver error is raised
+# as SQLAlchemy's ``DBAPIError`` without its parameters, as the engines raise it, and a broken
+# connection is invalidated so that the pool does not hand it out again.
 
 _MISSING = object()
-_CURSOR = "console.prepared_cursor"
 
 
 class Prepared:
@@ -304,7 +303,7 @@ class Prepared:
     def execute(self, connection: Connection, values: dict[str, Any]) -> Any:
         """Run the statement with `values` on `connection`'s DBAPI cursor; the cursor."""
         dbapi_connection = connection.connection.dbapi_connection
-        cursor = _cursor_of(connection.connection.info, dbapi_connection)
+        cursor = dbapi_connection.cursor()
         try:
             cursor.execute(self.sql, self.parameters(values))
         except self._dialect.loaded_dbapi.Error as error:
@@ -324,19 +323,6 @@ class Prepared:
         )
 
 
-def _cursor_of(info: dict, dbapi_connection: Any) -> Any:
-    """The connection's cursor for prepared statements, made once rather than for each
-    statement; ``info`` lives and dies with the DBAPI connection."""
-    cursor = info.get(_CURSOR)
-    if cursor is None or cursor.connection is not dbapi_connection or _closed(cursor):
-        cursor = info[_CURSOR] = dbapi_connection.cursor()
-    return cursor
-
-
-def _closed(cursor: Any) -> bool:
-    return getattr(cursor, "closed", False) is True  # psycopg's; sqlite3's fails on use
-
-
 def _processor(bind, dialect: Dialect):
     return bind.type.dialect_impl(dialect).bind_processor(dialect)
 
@@ -353,12 +339,6 @@ def prepared(statement: ClauseElement, dialect: Dialect) -> Prepared:
     if found is None:
         found = _prepared[key] = (statement, Prepared(statement, dialect))
     return found[1]
-
-
-def runs_on(connection: Connection) -> bool:
-    """True when a `Prepared` may run and commit on `connection`: no transaction of
-    SQLAlchemy's own is open on it (its work would be committed along)."""
-    return not connection.in_transaction()
 
 
 def commit(connection: Connection) -> None:

@@ -1,6 +1,6 @@
 """T1 of a tick: the protections' limits, a bounded batch locked, screened, leased; one commit.
 
-Each of its transactions is awaited on the send store (``SendStore.in_transaction``): on
+Each of its transactions is awaited on the engine (``Engine.in_transaction``): on
 PostgreSQL the sends in flight go on while it waits for the database.
 
 Also the critical intents due since a batch was claimed, claimed while it is sent
@@ -12,12 +12,12 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime as dt
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
 from console.core.lifecycle import Decision
+from console.engine import Engine
 from console.store import claims
 from console.store.statements import DueIntent
 from console.vocabulary import CRITICAL, LANES
@@ -36,16 +36,12 @@ class ClaimedBatch:
     waiting_for_tokens: bool = False  # the send rate's bucket was empty
 
 
-InTransaction = Callable[[Callable[[Session], Any]], Awaitable[Any]]
-
-
 class BatchClaimer:
-    """Claims batches for one worker, each in a transaction of `in_transaction` (the send
-    store's)."""
+    """Claims batches for one worker, each in a transaction of its engine."""
 
     def __init__(
         self,
-        in_transaction: InTransaction,
+        engine: Engine,
         settings: WorkerSettings,
         decisions: SendDecisions,
         clock: Callable[[], dt.datetime],
@@ -53,7 +49,8 @@ class BatchClaimer:
         guard: SendGuard | None,
         budget: SendBudget | None,
     ) -> None:
-        self._in_transaction = in_transaction
+        self._engine = engine
+        self._in_transaction = engine.in_transaction
         self.settings = settings
         self.decisions = decisions
         self.clock = clock
@@ -89,16 +86,16 @@ class BatchClaimer:
         self, session: Session, now: dt.datetime, batch_size: int, limits: dict[str, int]
     ) -> ClaimedBatch:
         """Lock due intents, screen each, close those not to send, lease the rest."""
-        due = claims.lock_due(session, now, batch_size, limits)
+        due = self._engine.lock_due(session, now, batch_size, limits)
         to_send, not_sent = self._screen(session, due)
         claims.close_unsent(session, not_sent, now)
         lease_expires_at = now + dt.timedelta(seconds=self.settings.lease_seconds)
-        leased = claims.lease(session, to_send, now, lease_expires_at, self.worker_id)
+        leased = self._engine.lease(session, to_send, now, lease_expires_at, self.worker_id)
         return ClaimedBatch(leased, not_sent)
 
     def _screen(self, session: Session, due: list[DueIntent]):
         """Split `due` into intents to send and (intent, decision) pairs not to send now."""
-        suppressed = claims.suppressed_among(session, {i.recipient.lower() for i in due})
+        suppressed = self._engine.suppressed_among(session, {i.recipient.lower() for i in due})
         to_send, not_sent = [], []
         for intent in due:
             screened = self.clock()

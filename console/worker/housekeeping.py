@@ -13,6 +13,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from console.core.lifecycle import Decision
+from console.engine import Engine
 from console.store import claims, figures
 from console.store.claims import ExpiredLease
 from console.store.events import match_unmatched_events
@@ -28,6 +29,7 @@ def new_worker_id() -> str:
 
 def housekeeping(
     session: Session,
+    engine: Engine,
     worker_id: str,
     started_at: dt.datetime,
     decisions: SendDecisions,
@@ -46,7 +48,7 @@ def housekeeping(
         now=now,
     )
     swept = []
-    for lease in claims.take_expired_leases(session, now=now):
+    for lease in engine.take_expired_leases(session, now):
         classification, decision = decisions.at_lease_expiry(lease, now)
         if claims.settle_expired_lease(session, lease, classification, decision, now):
             swept.append((lease, decision))

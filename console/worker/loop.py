@@ -25,11 +25,11 @@ from console.config import Settings
 from console.core.classify import classify
 from console.core.lifecycle import Decision
 from console.core.send_result import SendResult
+from console.engine import engine_for
 from console.mail.catalog import TemplateCatalog, catalog_for, default_catalog
 from console.models import utcnow
 from console.store import claims
 from console.store.database import make_engine, make_session_factory
-from console.store.send_store import send_store_for
 from console.transports.base import OutgoingEmail, Transport
 from console.transports.factory import make_transport
 from console.transports.smtp import envelope_address
@@ -82,9 +82,9 @@ class Worker:
         budget: SendBudget | None = None,
     ) -> None:
         self.session_factory = session_factory
-        engine = session_factory.kw["bind"]
+        database = session_factory.kw["bind"]
         # each sender's mark, and its last record written while its next email goes
-        self._store = send_store_for(engine, connections=2 * settings.concurrency)
+        self._engine = engine_for(database, connections=2 * settings.concurrency)
         self._record_errors: list[Exception] = []  # records that failed in this batch
         self.transport = transport
         self.settings = settings
@@ -98,7 +98,7 @@ class Worker:
         self.budget = budget  # the provider's rate and quota; None: unlimited, no statement
         self._crash_if = CrashPoint(crash_at)
         claimer_parts = (self.decisions, lambda: self.clock(), self.worker_id, self.guard)
-        self._claimer = BatchClaimer(self._store.in_transaction, settings, *claimer_parts, budget)
+        self._claimer = BatchClaimer(self._engine, settings, *claimer_parts, budget)
         self._critical = CriticalCheck(self._claimer, enabled=budget is None)  # mid-batch
         relay = getattr(transport, "relay", "relay")
         self._outcomes = OutcomeWriter(settings, self.guard, relay, budget)
@@ -108,7 +108,7 @@ class Worker:
         self._housekept_at: dt.datetime | None = None
         self._waiting_for_tokens = False  # the last claim found the send rate's bucket empty
         self._ahead = ComposeAhead(self._compose, settings.concurrency)
-        self._stages = StageMarks(self._store, self._crash_if, self._ahead.schedule)
+        self._stages = StageMarks(self._engine, self._crash_if, self._ahead.schedule)
         self._stopping = threading.Event()
         self._runner = asyncio.Runner()
         self._owned_engine: Engine | None = None
@@ -136,7 +136,7 @@ class Worker:
         try:
             return self._runner.run(self.tick(now or self.clock()))
         except Exception:  # the database gone, say: no mark on a connection it dropped
-            self._runner.run(self._store.forget_connections())
+            self._runner.run(self._engine.forget_connections())
             raise
 
     def request_stop(self) -> None:
@@ -154,7 +154,7 @@ class Worker:
         self._closed = True
         try:
             self._runner.run(self.transport.close())
-            self._runner.run(self._store.close())
+            self._runner.run(self._engine.close())
         finally:
             self._runner.close()
         if self._owned_engine is not None:
@@ -196,13 +196,15 @@ class Worker:
         if last is not None and dt.timedelta(0) <= now - last < HOUSEKEEPING_INTERVAL:
             return
         self._housekept_at = now
-        swept = await self._store.in_transaction(lambda session: self._housekeep(session, now))
+        swept = await self._engine.in_transaction(lambda session: self._housekeep(session, now))
         report.swept += len(swept)
         for lease, decision in swept:
             log_expired_lease(lease, decision)
 
     def _housekeep(self, session: Session, now: dt.datetime) -> list:
-        swept = housekeeping(session, self.worker_id, self.started_at, self.decisions, now)
+        swept = housekeeping(
+            session, self._engine, self.worker_id, self.started_at, self.decisions, now
+        )
         session.commit()
         return swept
 
@@ -241,7 +243,7 @@ class Worker:
             await asyncio.gather(*(one_connection() for _ in range(lanes)))
         finally:
             self._ahead.stop()
-            await self._store.release()
+            await self._engine.release()
             self._count_reconnects()
         await self._raise_record_error()
         report.released += await self._claimer.give_back(list(waiting), held_back, self.clock())
@@ -311,10 +313,10 @@ class Worker:
         )
 
     async def _record(self, outcome: FinishedAttempt, report: TickReport) -> None:
-        """T2 of one attempt on the send store, then its log line; a failure is kept for the
+        """T2 of one attempt on the engine, then its log line; a failure is kept for the
         batch's end (``_raise_record_error``) and the other senders go on."""
         try:
-            recorded = await self._outcomes.write(self._store, outcome)
+            recorded = await self._outcomes.write(self._engine, outcome)
         except Exception as error:  # noqa: BLE001 - raised once the batch has ended
             self._record_errors.append(error)
             return
@@ -326,5 +328,5 @@ class Worker:
         if not self._record_errors:
             return
         first, self._record_errors = self._record_errors[0], []
-        await self._store.forget_connections()
+        await self._engine.forget_connections()
         raise first

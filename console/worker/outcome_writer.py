@@ -7,10 +7,10 @@ the alerts that name the relay's reply. A refusal of the session
 (``Classification.blames_session``) is not recorded as an attempt: the lane's breaker
 opens at once, the intent waits uncharged, an operator is told.
 
-The record itself goes to the send store (``store.send_store``). The breaker's window
+The record itself goes to the engine (``console.engine``). The breaker's window
 is fed in memory at once; what the outcome calls for writing (the breaker's state, the
 shared rate, a suppression, an alert) runs in one transaction of the store's
-(``SendStore.in_transaction``), awaited like the record, so on PostgreSQL the other
+(``Engine.in_transaction``), awaited like the record, so on PostgreSQL the other
 sends go on while it waits for the database. Most outcomes call for no write, and then
 no transaction is opened.
 """
@@ -24,8 +24,8 @@ from sqlalchemy.orm import Session
 from console.core.blame import THROTTLING
 from console.core.classify import SMTPUTF8_NOT_OFFERED
 from console.core.rejections import refuses_the_mailbox
+from console.engine import Engine
 from console.store import records, suppressions
-from console.store.send_store import SendStore
 from console.vocabulary import CLAIMED
 from console.worker import relay_alerts
 from console.worker.guard import SendGuard, Write
@@ -51,7 +51,7 @@ class OutcomeWriter:
         self.relay = relay
         self.budget = budget
 
-    async def write(self, store: SendStore, outcome: FinishedAttempt) -> bool:
+    async def write(self, store: Engine, outcome: FinishedAttempt) -> bool:
         """Record `outcome` on `store`, then what it calls for; False when this worker's
         lease was lost (a stale write). A refused session is held instead."""
         if outcome.classification.blames_session:

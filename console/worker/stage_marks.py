@@ -3,7 +3,7 @@ tests, and the ``data_sent`` mark committed before the body, which is also the l
 check of the suppression list.
 
 The body waits for its mark; the other connections need not: the mark is awaited on the
-send store (``store.send_store``), and while PostgreSQL answers the event loop goes on
+engine (``console.engine``), and while PostgreSQL answers the event loop goes on
 with the other sends.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from console.store.send_store import SUPPRESSED, SWEPT, SendStore
+from console.engine import SUPPRESSED, SWEPT, Engine
 from console.transports.base import OutgoingEmail
 from console.vocabulary import DATA_SENT, ENVELOPE
 from console.worker.crash_points import CrashPoint
@@ -28,15 +28,15 @@ class SuppressedBeforeBody(RuntimeError):
 
 
 class StageMarks:
-    """The transport's stage callback of one worker: its marks on its send store."""
+    """The transport's stage callback of one worker: its marks on its engine."""
 
     def __init__(
         self,
-        store: SendStore,
+        store: Engine,
         crash_if: CrashPoint,
         after_mark: Callable[[], None] | None = None,
     ) -> None:
-        self._store = store
+        self._engine = store
         self._crash_if = crash_if
         self._after_mark = after_mark  # called once the mark is committed, before the body
 
@@ -46,7 +46,7 @@ class StageMarks:
             self._crash_if("envelope")
         if stage != DATA_SENT:
             return
-        refused = await self._store.mark(email.attempt_id, email.recipient)
+        refused = await self._engine.mark(email.attempt_id, email.recipient)
         if refused == SUPPRESSED:
             raise SuppressedBeforeBody(f"{email.recipient} was suppressed after the claim")
         if refused == SWEPT:

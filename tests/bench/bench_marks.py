@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from console.engine import engine_for  # noqa: E402
 from console.store.database import make_engine, make_session_factory  # noqa: E402
-from console.store.send_store import send_store_for  # noqa: E402
 from tests.conftest import migrate_to_head  # noqa: E402
 from tests.support import pgcluster  # noqa: E402
 from tests.support.claim_steps import lease_all, lock, queue  # noqa: E402
@@ -40,7 +40,7 @@ def leased(url: str, count: int):
 
 async def marked(engine, attempts) -> tuple[float, float]:
     """CPU and wall seconds of marking `attempts` after the first (which opens and prepares)."""
-    store = send_store_for(engine)
+    store = engine_for(engine)
     try:
         await store.mark(*attempts[0])
         cpu, wall = time.process_time(), time.perf_counter()

@@ -40,7 +40,7 @@ PHASES = (
     ("serialize", "console.mail.serialize", "serialize_message"),
     # SQLite's mark never suspends; PostgreSQL's is awaited on its async connection, so its
     # CPU falls in "transport and event loop" with the statement's binding below
-    ("data_sent mark", "console.store.send_store_sqlite", "SqliteSendStore.mark"),
+    ("data_sent mark", "console.engine.sqlite", "SqliteEngine.mark"),
     ("decision", "console.worker.loop", "classify"),
     ("decision", "console.worker.decisions", "SendDecisions.after_attempt"),
     ("record: compare-and-set", "console.store.records", "record_by_values"),

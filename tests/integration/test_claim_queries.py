@@ -35,9 +35,11 @@ from tests.support.claim_steps import (
     LEASE_SECONDS,
     T0,
     WORKER_ID,
+    engine_of,
     lease_all,
     load,
     lock,
+    on_engine,
     queue,
     seconds,
 )
@@ -127,8 +129,8 @@ def test_suppressed_among_returns_the_suppressed_recipients_only(session):
     session.commit()
 
     asked = {"eve@example.com", "ada@example.com"}
-    assert claims.suppressed_among(session, asked) == {"eve@example.com"}
-    assert claims.suppressed_among(session, set()) == set()
+    assert engine_of(session).suppressed_among(session, asked) == {"eve@example.com"}
+    assert engine_of(session).suppressed_among(session, set()) == set()
 
 
 @pytest.mark.postgres
@@ -149,8 +151,8 @@ def test_suppressed_among_sends_one_statement_text_whatever_the_batch(postgres_u
                 [dict(recipient="r7@example.com", reason="complaint", created_at=T0)],
             )
             asked = {f"r{n}@example.com" for n in range(30)}
-            assert claims.suppressed_among(session, {"ada@example.com"}) == set()
-            assert claims.suppressed_among(session, asked) == {"r7@example.com"}
+            assert engine_of(session).suppressed_among(session, {"ada@example.com"}) == set()
+            assert engine_of(session).suppressed_among(session, asked) == {"r7@example.com"}
     finally:
         engine.dispose()
     among = [statement for statement in statements if statement.startswith("SELECT suppression")]
@@ -212,7 +214,7 @@ def test_lease_gives_each_intent_a_fresh_token_and_one_claimed_attempt(session_f
         assert (attempt.lease_token, attempt.worker_id) == (claim.lease_token, WORKER_ID)
         assert (attempt.stage, attempt.started_at) == (CLAIMED, T0)
         assert attempt.finished_at is None and attempt.outcome is None
-    assert claims.lease(session, [], T0, lease_expires_at, WORKER_ID) == []
+    assert engine_of(session).lease(session, [], T0, lease_expires_at, WORKER_ID) == []
 
 
 def test_locking_closing_and_leasing_commit_nothing(session_factory, session):
@@ -258,12 +260,10 @@ def test_release_gives_back_only_what_this_lease_holds(session_factory, session)
     assert [a.id for a in attempts] == [theirs.attempt_id]
 
 
-# --- record_outcome: T2, compare-and-set on the lease token ---
+# --- the record: T2, compare-and-set on the lease token ---
 
 
-def test_record_outcome_moves_the_intent_only_for_the_current_lease(
-    engine, session_factory, session
-):
+def test_the_record_moves_the_intent_only_for_the_current_lease(engine, session_factory, session):
     intent_id = queue(session_factory)
     [claim] = lease_all(session, lock(session))
     session.commit()
@@ -273,31 +273,28 @@ def test_record_outcome_moves_the_intent_only_for_the_current_lease(
     )
     accepted = Classification(ACCEPTED, "accepted")
     recorded_at = T0 + seconds(2)
-    connection = records.writer(engine)
 
     def record(claim_held: claims.Claim) -> bool:
-        return records.record_outcome(
-            connection, claim_held, result, accepted, Decision(SUBMITTED), recorded_at
+        values = records.record_values(
+            claim_held, result, accepted, Decision(SUBMITTED), recorded_at
         )
+        return on_engine(engine, lambda on: on.record(values))
 
-    try:
-        assert record(stale) is False
-        intent, [attempt] = load(session_factory, intent_id)
-        assert (intent.status, intent.lease_token) == (SENDING, claim.lease_token)
-        assert intent.submitted_at is None and intent.provider_message_id is None
-        assert (attempt.stage, attempt.finished_at, attempt.outcome) == (CLAIMED, None, None)
+    assert record(stale) is False
+    intent, [attempt] = load(session_factory, intent_id)
+    assert (intent.status, intent.lease_token) == (SENDING, claim.lease_token)
+    assert intent.submitted_at is None and intent.provider_message_id is None
+    assert (attempt.stage, attempt.finished_at, attempt.outcome) == (CLAIMED, None, None)
 
-        assert record(claim) is True
-        intent, [attempt] = load(session_factory, intent_id)
-        assert (intent.status, intent.submitted_at) == (SUBMITTED, recorded_at)
-        assert (intent.lease_token, intent.lease_expires_at) == (None, None)
-        assert intent.provider_message_id == "Q1" == attempt.provider_message_id
-        assert (attempt.stage, attempt.outcome, attempt.reply_code) == (REPLY_READ, ACCEPTED, 250)
-        assert (attempt.finished_at, attempt.enhanced_status) == (recorded_at, "2.0.0")
+    assert record(claim) is True
+    intent, [attempt] = load(session_factory, intent_id)
+    assert (intent.status, intent.submitted_at) == (SUBMITTED, recorded_at)
+    assert (intent.lease_token, intent.lease_expires_at) == (None, None)
+    assert intent.provider_message_id == "Q1" == attempt.provider_message_id
+    assert (attempt.stage, attempt.outcome, attempt.reply_code) == (REPLY_READ, ACCEPTED, 250)
+    assert (attempt.finished_at, attempt.enhanced_status) == (recorded_at, "2.0.0")
 
-        assert record(claim) is False, "recorded once: the lease is gone"
-    finally:
-        connection.close()
+    assert record(claim) is False, "recorded once: the lease is gone"
 
 
 # --- the lease sweep ---
@@ -314,14 +311,11 @@ def test_the_sweep_takes_expired_leases_only_and_finishes_their_attempts(
     expiring = lease_all(session, due[:2], lease_seconds=60)
     [live] = lease_all(session, due[2:], lease_seconds=600)
     session.commit()
-    marks = records.writer(engine)
-    try:
-        assert records.mark_data_sent(marks, expiring[0].attempt_id)
-    finally:
-        marks.close()
+    recipient = expiring[0].intent.recipient
+    assert on_engine(engine, lambda on: on.mark(expiring[0].attempt_id, recipient)) is None
     swept_at = T0 + seconds(61)
 
-    expired = claims.take_expired_leases(session, now=swept_at)
+    expired = engine_of(session).take_expired_leases(session, swept_at)
 
     taken = {
         lease.intent.id: (lease.lease_token, lease.attempt_id, lease.stage) for lease in expired
@@ -370,7 +364,7 @@ def test_settling_changes_nothing_once_another_lease_holds_the_intent(session_fa
     intent_id = queue(session_factory)
     lease_all(session, lock(session))
     session.commit()
-    [expired] = claims.take_expired_leases(session, now=T0 + seconds(61))
+    [expired] = engine_of(session).take_expired_leases(session, T0 + seconds(61))
     session.commit()
     with session_factory() as other:  # meanwhile: settled elsewhere, claimed again
         table = Intent.__table__
@@ -401,7 +395,7 @@ def test_the_sweep_commits_nothing(session_factory, session):
     intent_id = queue(session_factory)
     [claim] = lease_all(session, lock(session))
     session.commit()
-    [expired] = claims.take_expired_leases(session, now=T0 + seconds(61))
+    [expired] = engine_of(session).take_expired_leases(session, T0 + seconds(61))
     claims.settle_expired_lease(
         session,
         expired,

@@ -36,8 +36,8 @@ def statements_of_a_claim(engine, claim) -> tuple[list[str], list[str]]:
 
 def transactions_engine(worker):
     """The engine whose events the worker's transactions fire: on PostgreSQL its asyncio
-    engine's (``send_store_postgres``), on SQLite the worker's own."""
-    asyncio_engine = getattr(worker._store, "_async_engine", None)
+    engine's (``console.engine.postgres``), on SQLite the worker's own."""
+    asyncio_engine = getattr(worker._engine, "_async_engine", None)
     if asyncio_engine is None:
         return worker.session_factory.kw["bind"]
     return asyncio_engine.sync_engine

@@ -6,7 +6,6 @@ intent anew; when the first worker finally records its outcome, nothing changes.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 
 from sqlalchemy import select
@@ -17,7 +16,6 @@ from console.core.send_result import SendResult
 from console.models import Attempt, Intent, utcnow
 from console.outbox import enqueue
 from console.store import claims, records
-from console.store.send_store import send_store_for
 from console.vocabulary import (
     ACCEPTED,
     CLAIMED,
@@ -27,6 +25,7 @@ from console.vocabulary import (
     SUBMITTED,
     TRANSIENT,
 )
+from tests.support.claim_steps import engine_of, on_engine
 
 LEASE = dt.timedelta(seconds=60)
 ORDER_PARAMS = {
@@ -39,8 +38,8 @@ ORDER_PARAMS = {
 
 def claim_one(session_factory, now: dt.datetime, worker_id: str) -> claims.Claim:
     with session_factory() as session:
-        due = claims.lock_due(session, now, 1, claims.lane_limits_within(1, None))
-        [claim] = claims.lease(session, due, now, now + LEASE, worker_id)
+        due = engine_of(session).lock_due(session, now, 1, claims.lane_limits_within(1, None))
+        [claim] = engine_of(session).lease(session, due, now, now + LEASE, worker_id)
         session.commit()
     return claim
 
@@ -48,24 +47,16 @@ def claim_one(session_factory, now: dt.datetime, worker_id: str) -> claims.Claim
 def sweep(session_factory, now: dt.datetime) -> None:
     """Take back the silent worker's lease; its attempt never left CLAIMED: pending again."""
     with session_factory() as session:
-        [lease] = claims.take_expired_leases(session, now=now)
+        [lease] = engine_of(session).take_expired_leases(session, now)
         verdict = Classification(TRANSIENT, "lease expired before anything was sent")
         back = Decision(PENDING, "lease expired before anything was sent", now)
         assert claims.settle_expired_lease(session, lease, verdict, back, now)
         session.commit()
 
 
-def record_on_store(engine, values) -> bool:
-    """The send store's record of `values`, on a store of its own."""
-
-    async def record() -> bool:
-        store = send_store_for(engine)
-        try:
-            return await store.record(values)
-        finally:
-            await store.close()
-
-    return asyncio.run(record())
+def record_on_store(database, values) -> bool:
+    """The engine's record of `values`, on an engine of its own."""
+    return on_engine(database, lambda engine: engine.record(values))
 
 
 def test_a_swept_worker_records_nothing_once_another_worker_holds_the_intent(

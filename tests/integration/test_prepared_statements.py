@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import event, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from console.store import records, statements
+from console.store import statements
 from console.store import statements as s
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, 5, 123456, tzinfo=dt.UTC)
@@ -84,23 +84,12 @@ def test_a_prepared_statement_commits_its_own_work(engine):
         connection.execute(text("CREATE TABLE scratch (n INTEGER)"))
         connection.commit()
         scratch = text("INSERT INTO scratch (n) VALUES (:n)")
-        assert statements.runs_on(connection)
         statements.prepared(scratch, engine.dialect).execute(connection, {"n": 1})
         statements.commit(connection)
         statements.prepared(scratch, engine.dialect).execute(connection, {"n": 2})
         statements.rollback(connection)
     with engine.connect() as connection:
         assert connection.execute(text("SELECT n FROM scratch")).scalars().all() == [1]
-
-
-def test_inside_a_transaction_of_sqlalchemy_the_core_statements_run(engine):
-    """A begun transaction is not committed behind its owner's back."""
-    with engine.connect() as connection:
-        connection.execute(text("SELECT 1"))
-        assert not statements.runs_on(connection)
-        forms = ["nobody@example.com"]
-        assert not records.mark_data_sent_unless_suppressed(connection, 999, forms)
-        assert not connection.in_transaction()  # committed by SQLAlchemy, as before
 
 
 def test_a_driver_error_is_raised_as_sqlalchemy_raises_it_without_the_values(engine):
@@ -121,20 +110,6 @@ def test_a_missing_value_is_refused_as_sqlalchemy_refuses_it(engine):
         connection.rollback()
         with pytest.raises(SQLAlchemyError, match="b_token"):
             statements.prepared(s.MOVE_LEASED_INTENT, engine.dialect).execute(connection, values)
-
-
-def test_one_cursor_serves_a_connection_and_a_new_connection_gets_its_own(engine):
-    select_n = text("SELECT :n")
-    with engine.connect() as connection:
-        statement = statements.prepared(select_n, engine.dialect)
-        first = statement.execute(connection, {"n": 1})
-        assert first.fetchone()[0] == 1
-        assert statement.execute(connection, {"n": 2}) is first and first.fetchone()[0] == 2
-        statements.commit(connection)
-        connection.invalidate()  # the DBAPI connection is closed; the next is a fresh one
-        fresh = statement.execute(connection, {"n": 3})
-        assert fresh is not first and fresh.fetchone()[0] == 3
-        statements.rollback(connection)
 
 
 def test_a_value_bound_twice_is_sent_twice(engine):

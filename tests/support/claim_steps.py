@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import itertools
 
 from sqlalchemy import select, update
 
+from console.engine import Engine, engine_for
 from console.models import Attempt, Intent
 from console.outbox import enqueue
 from console.store import claims
@@ -47,13 +49,32 @@ def queue(session_factory, *, due=T0 - seconds(60), lane=BULK, **columns) -> int
         return intent.id
 
 
+def engine_of(session) -> Engine:
+    """The engine of the database `session` is on (its claim steps take `session`)."""
+    return engine_for(session.get_bind())
+
+
+def on_engine(database, use, connections: int = 1):
+    """Run ``use(engine)`` on a fresh engine of `database`; what it returned."""
+
+    async def run():
+        engine = engine_for(database, connections=connections)
+        try:
+            return await use(engine)
+        finally:
+            await engine.close()
+
+    return asyncio.run(run())
+
+
 def lock(session, limit=50, lane_limits=None, now=T0):
     """lock_due as the worker calls it: each lane's cap from `lane_limits_within`."""
-    return claims.lock_due(session, now, limit, claims.lane_limits_within(limit, lane_limits))
+    limits = claims.lane_limits_within(limit, lane_limits)
+    return engine_of(session).lock_due(session, now, limit, limits)
 
 
 def lease_all(session, due, *, now=T0, lease_seconds=LEASE_SECONDS):
-    return claims.lease(session, due, now, now + seconds(lease_seconds), WORKER_ID)
+    return engine_of(session).lease(session, due, now, now + seconds(lease_seconds), WORKER_ID)
 
 
 def load(session_factory, intent_id):

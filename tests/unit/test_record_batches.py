@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from console.store.record_batches import RecordBatches
+from console.engine.record_batches import RecordBatches
 
 
 class Writes:

@@ -1,4 +1,4 @@
-"""The send stores (SQLite, PostgreSQL): the data_sent mark is committed when it returns
+"""The engines (SQLite, PostgreSQL): the data_sent mark is committed when it returns
 and refused when the recipient is suppressed or the attempt swept; on PostgreSQL the event
 loop goes on while the database answers, a lost connection or a statement past its
 deadline fails that write alone, and the next write starts on a fresh connection."""
@@ -13,11 +13,12 @@ import pytest
 from sqlalchemy import insert, text, update
 from sqlalchemy.exc import DBAPIError
 
+from console.engine import SUPPRESSED, SWEPT
+from console.engine import postgres as engine_postgres
 from console.models import Attempt, Suppression
-from console.store import send_store_postgres
-from console.store.send_store import SUPPRESSED, SWEPT, send_store_for
 from console.vocabulary import CLAIMED, DATA_SENT
 from tests.support.claim_steps import T0, lease_all, lock, queue
+from tests.support.claim_steps import on_engine as on_store
 
 HOLD_SECONDS = 0.3
 PG = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
@@ -35,19 +36,6 @@ def leased_attempts(session_factory, session, count: int) -> list[tuple[int, str
 def stage_of(session_factory, attempt_id: int) -> str:
     with session_factory() as session:
         return session.get(Attempt, attempt_id).stage
-
-
-def on_store(engine, use, connections: int = 1):
-    """Run ``use(store)`` on a fresh send store of `engine`; what it returned."""
-
-    async def run():
-        store = send_store_for(engine, connections=connections)
-        try:
-            return await use(store)
-        finally:
-            await store.close()
-
-    return asyncio.run(run())
 
 
 BACKEND_PID = "SELECT pg_backend_pid()"  # the server's end of the statement's connection
@@ -142,7 +130,7 @@ def test_a_mark_past_its_deadline_fails_unmarked_and_the_next_one_marks(
     engine, session_factory, session, monkeypatch
 ):
     (stuck, recipient), (after, other) = leased_attempts(session_factory, session, 2)
-    monkeypatch.setattr(send_store_postgres, "STATEMENT_SECONDS", 0.2)
+    monkeypatch.setattr(engine_postgres, "STATEMENT_SECONDS", 0.2)
     holder = hold_row_lock(engine, stuck, seconds=1.0)
 
     async def past_deadline(store):

@@ -1,13 +1,15 @@
-"""The send store on PostgreSQL: every statement awaited, the event loop sending meanwhile.
+"""The engine on PostgreSQL: every statement awaited, the event loop sending meanwhile.
 
 The claim, the give-back, the housekeeping and what follows a record run through
 SQLAlchemy's asyncio engine on psycopg's async connection (``in_transaction``): their
 steps are written against a ``Session`` (so is the application's eligibility check), and
 ``AsyncSession.run_sync`` runs them as they are, each statement awaited rather than
-blocking the loop.
+blocking the loop. The claim locks due rows with ``FOR UPDATE SKIP LOCKED``, lane by
+lane, so workers on other machines never lease the same intent, and leases a batch in
+one statement whose values travel as arrays (``unnest``).
 
 The marks and records, a statement a message each, are plain SQL
-(``send_queries_postgres``) on connections of a ``psycopg_pool.AsyncConnectionPool`` in
+(``postgres_sql``) on connections of a ``psycopg_pool.AsyncConnectionPool`` in
 autocommit mode (one statement, one commit): up to two a sender (its mark, and its last
 record written while its next email goes), so far from the database a mark waits for its
 own round trip, not behind the others'. psycopg prepares a statement on a connection once
@@ -33,20 +35,22 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import Session
 
-from console.store import send_queries_postgres as q
+from console.engine import SUPPRESSED, SWEPT, T
+from console.engine import postgres_sql as q
+from console.engine.postgres_claim import PostgresClaim
+from console.engine.record_batches import RecordBatches
 from console.store import suppressions
 from console.store.database import CONNECT_TIMEOUT_SECONDS, read_json
-from console.store.record_batches import RecordBatches
-from console.store.send_store import SUPPRESSED, SWEPT, T
 
 # How long a mark or a record may take before it is cancelled and fails.
 STATEMENT_SECONDS = 30.0
 _TIMES = ("b_now", "b_next_attempt_at", "b_submitted_at")
 
 
-class PostgresSendStore:
-    """``SendStore`` on PostgreSQL: transactions on the asyncio engine's pool, marks and
-    records on a pool of psycopg's async connections."""
+class PostgresEngine(PostgresClaim):
+    """``Engine`` on PostgreSQL: transactions on the asyncio engine's pool (the claim's
+    steps: ``PostgresClaim``), marks and records on a pool of psycopg's async
+    connections."""
 
     def __init__(self, engine: Engine, connections: int = 1) -> None:
         self._connect_arguments = connect_arguments(engine)

@@ -1,0 +1,198 @@
+"""The engine on SQLite: every statement in the event loop's thread, on SQLAlchemy.
+
+SQLite is a file in this process: a write is local work, not a round trip, and a thread
+would only contend for the GIL with the event loop. The claim and the housekeeping run in
+a ``Session``; the marks and records on one connection kept for the batch, their
+statements compiled once and run on the driver's cursor (``statements.Prepared``). The
+worker posts each record while the sender waits for the relay's next reply, so the
+record fills that wait.
+
+SQLite has one writer: the claim takes the write lock and the batch at once, with one
+``UPDATE ... RETURNING`` that marks the rows ``sending`` before another worker could see
+them ``pending``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Integer, bindparam, literal, select, union_all, update
+from sqlalchemy.orm import Session
+
+from console.engine import SUPPRESSED, SWEPT, T
+from console.models import Suppression
+from console.store import claims, suppressions
+from console.store import statements as s
+from console.store.claims import FIRST_TRY, NOW, RETRY, Claim, ExpiredLease
+from console.store.database import make_session_factory
+from console.store.statements import DueIntent
+from console.vocabulary import CLAIMED, LANES, PENDING, SENDING
+
+
+def _mark_due_sending_statement():
+    """One UPDATE ... RETURNING that takes the write lock and the batch at once: each
+    lane's retries then first attempts, oldest first, lanes in their order."""
+    per_lane = []
+    for rank, lane in enumerate(LANES):
+        kinds = []
+        for kind in (RETRY, FIRST_TRY):
+            chosen = claims.due_of_kind(lane, kind).with_only_columns(
+                s.INTENT.c.id, literal(kind).label("kind"), s.INTENT.c.next_attempt_at
+            )
+            kinds.append(select(chosen.limit(claims.lane_limit(lane)).subquery()))
+        both = union_all(*kinds).subquery()
+        in_lane = select(both).order_by(both.c.kind, both.c.next_attempt_at, both.c.id)
+        in_lane = in_lane.limit(claims.lane_limit(lane)).subquery()
+        per_lane.append(select(in_lane, literal(rank).label("lane_rank")))
+    ranked = union_all(*per_lane).subquery()
+    chosen = (
+        select(ranked.c.id)
+        .order_by(ranked.c.lane_rank, ranked.c.kind, ranked.c.next_attempt_at, ranked.c.id)
+        .limit(bindparam("b_limit", type_=Integer()))
+    )
+    return (
+        update(s.INTENT)
+        .where(s.INTENT.c.id.in_(chosen), s.INTENT.c.status == PENDING)
+        .values(status=SENDING, updated_at=NOW)
+        .returning(*s.DUE_COLUMNS)
+    )
+
+
+MARK_DUE_SENDING = _mark_due_sending_statement()
+SUPPRESSED_AMONG = select(Suppression.__table__.c.recipient).where(
+    Suppression.__table__.c.recipient.in_(bindparam("b_forms", expanding=True))
+)
+_LANE_RANK = {lane: rank for rank, lane in enumerate(LANES)}
+
+
+class SqliteEngine:
+    """``Engine`` on SQLite: sessions for the claim, one writer connection for the marks
+    and records, all in the event loop's thread."""
+
+    def __init__(self, database: Engine) -> None:
+        self._database = database
+        self._sessions = make_session_factory(database)
+        self._connection: Connection | None = None
+
+    async def in_transaction(self, work: Callable[[Session], T]) -> T:
+        with self._sessions() as session:
+            return work(session)
+
+    def lock_due(
+        self, session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
+    ) -> list[DueIntent]:
+        values = {"b_now": now, "b_limit": limit}
+        values.update({f"b_limit_{lane}": limits[lane] for lane in LANES})
+        rows = session.connection().execute(MARK_DUE_SENDING, values)
+        due = [DueIntent.from_row(row) for row in rows]
+        return sorted(due, key=lambda i: (_LANE_RANK[i.lane], *claims.waited_longest(i)))
+
+    def suppressed_among(self, session: Session, recipients: set[str]) -> set[str]:
+        if not recipients:
+            return set()
+        forms = {form: r for r in recipients for form in suppressions.recipient_forms(r)}
+        found = session.connection().execute(SUPPRESSED_AMONG, {"b_forms": list(forms)})
+        return {forms[recipient] for recipient in found.scalars()}
+
+    def lease(
+        self,
+        session: Session,
+        due: Sequence[DueIntent],
+        now: dt.datetime,
+        lease_expires_at: dt.datetime,
+        worker_id: str,
+    ) -> list[Claim]:
+        if not due:
+            return []
+        tokens = claims.lease_tokens(len(due))
+        connection = session.connection()
+        connection.execute(
+            s.LEASE_INTENT,
+            [
+                dict(
+                    b_id=intent.id,
+                    b_token=token,
+                    b_lease_expires_at=lease_expires_at,
+                    b_attempt_count=intent.attempt_count + 1,
+                    b_now=now,
+                )
+                for intent, token in zip(due, tokens, strict=True)
+            ],
+        )
+        inserted = connection.execute(
+            s.INSERT_ATTEMPTS,
+            [
+                dict(
+                    intent_id=intent.id,
+                    attempt_number=intent.attempt_count + 1,
+                    lease_token=token,
+                    worker_id=worker_id,
+                    stage=CLAIMED,
+                    started_at=now,
+                )
+                for intent, token in zip(due, tokens, strict=True)
+            ],
+        )
+        attempt_ids = {token: attempt_id for token, attempt_id in inserted}
+        return claims.claims_of(due, tokens, attempt_ids, lease_expires_at)
+
+    def take_expired_leases(self, session: Session, now: dt.datetime) -> list[ExpiredLease]:
+        rows = session.execute(claims.expired_leases(now)).all()  # one writer: no lock to take
+        return claims.finish_silent_attempts(session, rows, now)
+
+    async def mark(self, attempt_id: int, recipient: str) -> str | None:
+        connection = self._writer()
+        try:
+            forms = suppressions.recipient_forms(recipient)
+            values = {"b_id": attempt_id, "b_address": forms[0], "b_address_hash": forms[-1]}
+            mark = s.prepared(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, connection.dialect)
+            marked = mark.execute(connection, values).rowcount == 1
+            s.commit(connection)
+            if marked:
+                return None
+            return SUPPRESSED if suppressions.is_suppressed_now(connection, recipient) else SWEPT
+        except BaseException:
+            self._close()
+            raise
+
+    async def record(self, values: dict[str, Any]) -> bool:
+        connection = self._writer()
+        try:
+            return _record(connection, values)
+        except BaseException:
+            self._close()
+            raise
+
+    async def forget_connections(self) -> None:
+        self._close()
+
+    async def release(self) -> None:
+        self._close()
+
+    async def close(self) -> None:
+        self._close()
+
+    def _writer(self) -> Connection:
+        if self._connection is None or self._connection.closed:
+            self._connection = self._database.connect()
+        return self._connection
+
+    def _close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()  # rolls back what it held
+            self._connection = None
+
+
+def _record(connection: Connection, values: dict[str, Any]) -> bool:
+    """Move the intent only while this lease holds it, then finish its attempt; commit.
+    False for a stale worker: nothing changed."""
+    dialect = connection.dialect
+    moved = s.prepared(s.MOVE_LEASED_INTENT, dialect).execute(connection, values).rowcount
+    if moved:
+        s.prepared(s.RECORD_ATTEMPT, dialect).execute(connection, values)
+        s.commit(connection)
+    else:
+        s.rollback(connection)
+    return bool(moved)
