@@ -1,7 +1,10 @@
-"""Every SQL statement of the product, in modules named by what they store.
+"""The product's SQL statements, in modules named by what they store.
 
 Callers (the worker, views, jobs, commands) never write SQL themselves; they call
-these functions by name. The send loop's queries are ``claims`` (T1: the claim and
+these functions by name. Outside this package SQL runs only where it belongs to no
+aggregate: the PostgreSQL LISTEN connection (``worker/pg_wakeup``), the demo's seeding
+(``demo/seed``, ``demo/seeded_history``) and ``demo/casework``, which stands for an
+application querying its own tables. The send loop's queries are ``claims`` (T1: the claim and
 the lease sweep) and ``records`` (T2), built from ``statements``; the workers'
 heartbeats are in ``figures``.
 
