@@ -46,7 +46,7 @@ def document_id(path: Path) -> str:
 
 
 def split_text(path: Path) -> tuple[str, list[str]]:
-    """The document's prose (fenced blocks blanked out) and its fenced blocks."""
+    """The document's prose (fenced blocks cut out, indented ones kept) and its fenced blocks."""
     text = path.read_text(encoding="utf-8")
     fences = FENCE.findall(text)
     return FENCE.sub("", text), fences
@@ -135,10 +135,11 @@ def command_problem(words: list[str]) -> str | None:
 
 def commands_named(prose: str, fences: list[str]) -> list[list[str]]:
     lines = [span.split()[1:] for span in SPAN.findall(prose) if span.startswith("console ")]
-    for fence in fences:
-        for line in fence.splitlines()[1:]:
-            line = line.split(" #")[0]
-            lines += [found.split() for found in COMMAND_IN_FENCE.findall(line)]
+    indented = [line for line in prose.splitlines() if line.startswith("    ")]
+    code_lines = indented + [line for fence in fences for line in fence.splitlines()[1:]]
+    for line in code_lines:
+        line = line.split(" #")[0]
+        lines += [found.split() for found in COMMAND_IN_FENCE.findall(line)]
     return lines
 
 
