@@ -41,7 +41,7 @@ As a subprocess (for the demo, scale-out tests or a benchmark sink)::
     ...
     server.stop(); read_records(path)
 
-or from a shell: ``python tests/smtp_server.py --port 2525 --record /tmp/smtp.jsonl``.
+or from a shell: ``python tests/support/smtp_server.py --port 2525 --record /tmp/smtp.jsonl``.
 """
 
 from __future__ import annotations
@@ -228,7 +228,7 @@ class ScriptedSMTPServer:
 
 @dataclasses.dataclass
 class SubprocessSMTPServer:
-    """The scripted server in a child process (``python tests/smtp_server.py``)."""
+    """The scripted server in a child process (``python tests/support/smtp_server.py``)."""
 
     process: subprocess.Popen
     port: int

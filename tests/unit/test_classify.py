@@ -1,4 +1,4 @@
-"""classify(): every row of DESIGN §5, and every aiosmtplib error of RECIPES.md."""
+"""classify(): every SMTP and HTTP reply at every stage, and every error aiosmtplib raises."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def http(stage, code=None, idempotent=False, retry_after=None):
     )
 
 
-# (row of DESIGN §5, result, expected outcome)
+# (reply at a stage, result, expected outcome)
 SMTP_ROWS = [
     ("2yz after the final dot", smtp(REPLY_READ, 250, "2.0.0 Ok: queued as X1"), ACCEPTED),
     ("421 at greeting", smtp(CONNECTING, 421, "4.7.0 closing"), TRANSIENT),
@@ -72,7 +72,7 @@ HTTP_ROWS = [
 @pytest.mark.parametrize(
     "row,result,expected", SMTP_ROWS + HTTP_ROWS, ids=lambda v: v if isinstance(v, str) else ""
 )
-def test_every_row_of_the_design_table(row, result, expected):
+def test_every_reply_row(row, result, expected):
     classification = classify(result)
     assert classification.outcome == expected, row
     assert classification.reason and result.stage in classification.reason
@@ -89,9 +89,9 @@ def test_retry_after_is_passed_on():
     assert classify(http(REPLY_READ, 429, retry_after=120)).retry_after_seconds == 120
 
 
-# What aiosmtplib raises for each server behaviour (RECIPES.md), at the stage it happens.
+# What aiosmtplib raises for each server behaviour, at the stage it happens.
 RCPT_550 = aiosmtplib.SMTPRecipientRefused(550, "5.1.1 user unknown", "bob@example.com")
-RECIPES_TABLE = [
+AIOSMTPLIB_ERRORS = [
     ("4yz after the body", aiosmtplib.SMTPDataError(451, "4.3.0 later"), DATA_SENT, TRANSIENT),
     ("5yz after the body", aiosmtplib.SMTPDataError(554, "5.7.1 no"), DATA_SENT, PERMANENT),
     ("421 after the body", aiosmtplib.SMTPDataError(421, "4.7.0 bye"), DATA_SENT, TRANSIENT),
@@ -148,9 +148,9 @@ RECIPES_TABLE = [
 
 
 @pytest.mark.parametrize(
-    "behaviour,error,stage,expected", RECIPES_TABLE, ids=[row[0] for row in RECIPES_TABLE]
+    "behaviour,error,stage,expected", AIOSMTPLIB_ERRORS, ids=[row[0] for row in AIOSMTPLIB_ERRORS]
 )
-def test_every_aiosmtplib_error_of_the_recipes_table(behaviour, error, stage, expected):
+def test_every_aiosmtplib_error(behaviour, error, stage, expected):
     result = describe_failure(error, stage)
     assert result.error_type == type(error).__name__
     assert classify(result).outcome == expected, behaviour

@@ -2,8 +2,9 @@
 
 Arrows point down: web and the command line call ops, outbox, worker and store;
 ops calls the worker, the store and what lies below; the worker calls the store,
-core, mail and transports; the store calls core; core and transports import nothing
-of the application but the shared vocabulary and each other.
+core, mail and transports; the store calls core; core imports nothing of the application but the
+shared vocabulary; transports import core, the vocabulary, the provider events' metadata
+and parsers, and (to build one from the settings) config, never the store or the tables.
 """
 
 from __future__ import annotations

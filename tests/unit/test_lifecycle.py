@@ -1,4 +1,4 @@
-"""Lifecycle decisions (DESIGN §3, §6): at claim, after an attempt, after a silent lease."""
+"""Lifecycle decisions: at claim, after an attempt, after a silent lease."""
 
 from __future__ import annotations
 

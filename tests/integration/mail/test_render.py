@@ -1,4 +1,5 @@
-"""Shipped templates: settings fixed by DESIGN §9, and messages that parse back."""
+"""Shipped templates: the lane, ambiguity policy and maximum age each one promises, and
+messages that parse back."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ def send_all(make_worker, smtp_server, **options) -> None:
         ("rcpt:553 5.1.10 Recipient address has null MX", True),
         ("rcpt:550 5.2.1 Mailbox disabled", True),
         # a policy refusal of this recipient fails it unsuppressed; "Relay access denied"
-        # refuses our session instead (tests/integration/test_session_refusals.py)
+        # refuses our session instead (tests/integration/worker/test_session_refusals.py)
         ("rcpt:550 5.7.1 <nobody@example.com>: Recipient address rejected: Access denied", False),
         ("554 5.6.0 Message content rejected", False),
     ],
