@@ -11,7 +11,7 @@ from console.mail.catalog import default_catalog
 from console.mail.render import build_message
 from console.mail.template_settings import TemplateError
 from console.models import utcnow
-from console.ops import ask_now, provider_asking
+from console.ops.jobs import ask_now, provider_asking
 from console.store import actions, delivery_facts, intent_actions, intent_search, intents
 from console.store import intents as attempt_lookup
 from console.store.database import params_problem
