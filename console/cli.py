@@ -1,12 +1,12 @@
 """The ``console`` command: a Flask CLI group around the app factory, and its commands.
 
 ``serve`` (web console with the embedded worker), ``worker`` (the send loop
-alone), ``db`` (ops/db_commands), ``user`` (ops/user_commands), ``prune``, ``forget``,
-``hold``, ``release``, ``holds`` (ops/hold_commands) and ``demo``; nothing of
+alone), ``db`` (console/commands/db.py), ``user`` (commands/user.py), ``prune``, ``forget``,
+``hold``, ``release``, ``holds`` (commands/hold.py) and ``demo``; nothing of
 Flask's own (``run``, ``shell``, ``--app``, ``--env-file``...). Each
 command reads the settings the app was built with and hands them on: nothing
 below this module reaches for Flask's ``current_app``. ``worker`` builds no app:
-it reads the settings itself (console.ops.worker_process), so it starts sooner.
+it reads the settings itself (console.commands.worker), so it starts sooner.
 """
 
 from __future__ import annotations
@@ -65,12 +65,12 @@ class ConsoleGroup(FlaskGroup):
     """
 
     LAZY_COMMANDS = {
-        "db": "console.ops.db_commands:db_cli",
+        "db": "console.commands.db:db_cli",
         "demo": "console.demo.command:demo_command",
-        "user": "console.ops.user_commands:user_cli",
-        "hold": "console.ops.hold_commands:hold_command",
-        "release": "console.ops.hold_commands:release_command",
-        "holds": "console.ops.hold_commands:holds_command",
+        "user": "console.commands.user:user_cli",
+        "hold": "console.commands.hold:hold_command",
+        "release": "console.commands.hold:release_command",
+        "holds": "console.commands.hold:holds_command",
     }
     FLASK_OPTIONS = ("env_file", "app", "debug")
 
@@ -133,7 +133,7 @@ def worker_command() -> None:
     It sends the mail queued in CONSOLE_DATABASE_URL through CONSOLE_SMTP_URL (or the
     HTTP provider CONSOLE_TRANSPORT=http names); any number may share one database.
     """
-    from console.ops.worker_process import main as worker_main
+    from console.commands.worker import main as worker_main
 
     worker_main()
 
@@ -155,7 +155,7 @@ def serve_command(host: str, port: int) -> None:
     """
     import waitress
 
-    from console.ops.jobs import start_ops_jobs
+    from console.ops.jobs.schedule import start_ops_jobs
     from console.web.ops import SCHEDULER_EXTENSION
     from console.web.request_size import largest_body_bytes
     from console.worker import pg_wakeup
@@ -199,7 +199,7 @@ def serve_command(host: str, port: int) -> None:
 def prune_command(days: float | None, batch_size: int | None) -> None:
     """Scrub finished mail past the retention period; delete it past the deletion horizon."""
     from console.core.plurals import plural
-    from console.ops.retention import prune
+    from console.ops.jobs.retention import prune
     from console.web.extensions import db
 
     settings = _settings()

@@ -12,7 +12,7 @@ import sys
 def main() -> None:
     """Run the command the arguments name."""
     if sys.argv[1:] == ["worker"]:
-        from console.ops.worker_process import main as worker_main
+        from console.commands.worker import main as worker_main
 
         worker_main()
         return

@@ -9,7 +9,8 @@ Two layouts:
   ``console`` package.
 
 The package's own ``_data`` directory wins when it exists; a checkout never has
-one. Only the standard library here: code that must stay light imports this module.
+one. Only the standard library and ``console.core.setting_values`` (``ConfigError``) here:
+code that must stay light imports this module.
 
 The private files of the instance (the SQLite database, the generated secret key) are
 created mode 0600 from the first byte and refused when readable by others.
@@ -19,6 +20,8 @@ import logging
 import os
 import secrets
 from pathlib import Path
+
+from console.core.setting_values import ConfigError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 _INSTALLED_DATA = PACKAGE_DIR / "_data"
@@ -55,12 +58,6 @@ KEY_FILE_NAME = "secret_key"
 _FIX_KEY = "generate one with: python -c 'import secrets; print(secrets.token_hex(32))'"
 
 
-def _config_error(message: str) -> Exception:
-    from console.config import ConfigError  # config imports this module
-
-    return ConfigError(message)
-
-
 def create_private_file(path: Path, content: bytes = b"") -> bool:
     """Create `path` readable by its owner only (whatever the umask); False if it exists."""
     try:
@@ -77,7 +74,7 @@ def check_not_shared(path: Path, what: str) -> None:
     """Refuse (ConfigError) a file that its group or other users may read or write."""
     mode = path.stat().st_mode & 0o777
     if mode & 0o077:
-        raise _config_error(
+        raise ConfigError(
             f"{what} {str(path)!r} is readable by other users (mode {mode:04o}): "
             f"run 'chmod 600 {path}' and start again"
         )
@@ -87,7 +84,7 @@ def secret_key_setting(name: str, raw: str) -> str:
     """Parse CONSOLE_SECRET_KEY: at least MIN_SECRET_KEY_LENGTH characters."""
     value = raw.strip()
     if len(value) < MIN_SECRET_KEY_LENGTH:
-        raise _config_error(
+        raise ConfigError(
             f"{name} must be at least {MIN_SECRET_KEY_LENGTH} characters, got {len(value)}: "
             + _FIX_KEY
         )
@@ -112,7 +109,7 @@ def persisted_secret(instance_path: Path) -> str:
     check_not_shared(key_file, "the secret key file")
     key = key_file.read_text().strip()
     if len(key) < MIN_SECRET_KEY_LENGTH:
-        raise _config_error(
+        raise ConfigError(
             f"the secret key in {str(key_file)!r} is shorter than {MIN_SECRET_KEY_LENGTH} "
             f"characters: delete the file to have a new one generated, or {_FIX_KEY}"
         )

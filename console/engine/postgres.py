@@ -35,8 +35,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import Session
 
-from console.engine import SUPPRESSED, SWEPT, T
 from console.engine import postgres_sql as q
+from console.engine.base import SUPPRESSED, SWEPT, T
 from console.engine.postgres_claim import PostgresClaim
 from console.engine.record_batches import RecordBatches
 from console.store import suppressions

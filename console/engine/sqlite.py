@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Integer, bindparam, literal, select, union_all, update
 from sqlalchemy.orm import Session
 
-from console.engine import SUPPRESSED, SWEPT, T
+from console.engine.base import SUPPRESSED, SWEPT, T
 from console.models import Suppression
 from console.store import claims, suppressions
 from console.store import statements as s

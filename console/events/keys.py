@@ -1,11 +1,13 @@
 """Parsers of the native webhooks' keys and the provider's name: a bad one stops start-up.
 
 ``console.config`` reads the variables and calls these; each returns the value
-to keep or raises ``ConfigError`` naming the variable. Imports stay inside the
-functions: reading the settings loads neither ``cryptography`` nor Flask.
+to keep or raises ``ConfigError`` naming the variable. The parsers' imports stay
+inside the functions: reading the settings loads neither ``cryptography`` nor Flask.
 """
 
 from __future__ import annotations
+
+from console.core.setting_values import ConfigError
 
 
 def svix_secret(name: str, raw: str) -> str:
@@ -23,8 +25,6 @@ def ec_public_key(name: str, raw: str) -> str:
 
 
 def _checked(name: str, raw: str, check) -> str:
-    from console.config import ConfigError
-
     value = raw.strip()
     try:
         check(value)
@@ -35,7 +35,6 @@ def _checked(name: str, raw: str, check) -> str:
 
 def provider_name(name: str, raw: str) -> str:
     """The provider behind the relay or HTTP transport: one of ``metadata.PROVIDERS``."""
-    from console.config import ConfigError
     from console.events.metadata import PROVIDERS
 
     value = raw.strip().lower()

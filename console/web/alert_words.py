@@ -14,10 +14,10 @@ from sqlalchemy.orm import Session
 
 from console.core.readable import format_age, readable_text
 from console.mail.catalog import default_catalog
-from console.ops.alerts import PENDING_AGE, SENDER_RATE, pending_age_target, rate_summary
-from console.ops.delivery_figures import LATENCY_ALERT
-from console.ops.hold_figures import HOLD_SET
-from console.ops.send_budget_figures import SEND_QUOTA_REACHED
+from console.ops.alerts.checks import PENDING_AGE, SENDER_RATE, pending_age_target, rate_summary
+from console.ops.metrics.delivery_figures import LATENCY_ALERT
+from console.ops.metrics.hold_figures import HOLD_SET
+from console.ops.metrics.send_budget_figures import SEND_QUOTA_REACHED
 from console.state_tables import AlertState
 from console.store import alerts
 

@@ -10,9 +10,9 @@ from collections.abc import Iterator, Sequence
 from flask import Blueprint, Flask, current_app, render_template, request, url_for
 
 from console.models import utcnow
-from console.ops.alerts import AMBIGUOUS_WAITING, DEAD_LETTER
-from console.ops.delivery_figures import DashboardFigures
-from console.ops.send_budget_figures import budget_figures, quota_notices
+from console.ops.alerts.checks import AMBIGUOUS_WAITING, DEAD_LETTER
+from console.ops.metrics.delivery_figures import DashboardFigures
+from console.ops.metrics.send_budget_figures import budget_figures, quota_notices
 from console.state_tables import AlertState
 from console.store import alerts, holds, intent_search, send_budget
 from console.store.delivery_facts import COMPLAINED, HARD_BOUNCED

@@ -17,7 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from console import wakeup
 from console.mail.catalog import catalog_for
 from console.models import utcnow
-from console.ops.hold_commands import known_selector, max_ages
+from console.ops.hold_targets import known_selector, max_ages
 from console.state_tables import HOLD_KINDS
 from console.store import holds
 from console.store.actions import ActionRefused, required_reason

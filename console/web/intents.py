@@ -11,7 +11,7 @@ from console.mail.catalog import default_catalog
 from console.mail.render import build_message
 from console.mail.template_settings import TemplateError
 from console.models import utcnow
-from console.ops import ask_now, provider_asking
+from console.ops.jobs import ask_now, provider_asking
 from console.store import actions, delivery_facts, intent_actions, intent_search, intents
 from console.store import intents as attempt_lookup
 from console.store.database import params_problem
@@ -28,6 +28,7 @@ from console.web import (
     forms,
     intent_timeline,
     intent_waits,
+    intents_bulk,
     next_step,
     search_hints,
     security,
@@ -37,9 +38,6 @@ from console.web.display import plural
 from console.web.extensions import current_settings, db
 
 bp = Blueprint("intents", __name__, url_prefix="/intents")
-# a bulk preview's confirmation token (console.web.intents_bulk)
-BULK_TOKEN_PURPOSE = "console.bulk-preview"
-BULK_TOKEN_MAX_AGE_SECONDS = 3600.0
 # the link to an intent's page that shows the preview its POST audited
 PREVIEW_TOKEN_PURPOSE = "console.message-preview"
 PREVIEW_TOKEN_MAX_AGE_SECONDS = 600.0
@@ -354,7 +352,8 @@ def ask_provider(intent_id: int):
     return forms.redirect_to("intents.detail", intent_id=intent_id)
 
 
-def init_app(app: Flask) -> None:
-    from console.web import intents_bulk  # noqa: F401 - adds the bulk pages to `bp`
+intents_bulk.add_routes(bp)
 
+
+def init_app(app: Flask) -> None:
     app.register_blueprint(bp)

@@ -1,13 +1,14 @@
 """Bulk actions over a search: a preview of what they will do, then a one-use confirmation.
 
-The routes belong to the intents blueprint (`intents.bulk_preview`, `intents.bulk_apply`).
+The routes belong to the intents blueprint (`intents.bulk_preview`, `intents.bulk_apply`):
+``console.web.intents`` adds them with `add_routes`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 
-from flask import abort, flash, render_template, request
+from flask import Blueprint, abort, flash, render_template, request
 from flask_login import current_user
 
 from console import wakeup
@@ -16,7 +17,7 @@ from console.models import utcnow
 from console.store import actions, intent_actions
 from console.store.intent_search import InvalidFilter, SearchFilters
 from console.vocabulary import OPERATOR
-from console.web import forms, intents, security
+from console.web import forms, security
 from console.web.auth import role_required
 from console.web.display import plural
 from console.web.extensions import current_settings, db
@@ -24,9 +25,11 @@ from console.web.extensions import current_settings, db
 _BULK_DONE = {"requeue": "Requeued {}.", "dead_letter": "Dead-lettered {}."}
 # How far back a preview id's use is looked for when its preview page is loaded again.
 BULK_USE_LOOKBACK = dt.timedelta(days=1)
+# a bulk preview's confirmation token
+BULK_TOKEN_PURPOSE = "console.bulk-preview"
+BULK_TOKEN_MAX_AGE_SECONDS = 3600.0
 
 
-@intents.bp.get("/bulk")
 @role_required(OPERATOR)
 def bulk_preview():
     """Show what a bulk action over the filtered list would do, and ask to confirm.
@@ -77,7 +80,7 @@ def _render_bulk(
                 "previewed_at": preview.previewed_at.isoformat(),
                 "counted": preview.will_act,
             },
-            intents.BULK_TOKEN_PURPOSE,
+            BULK_TOKEN_PURPOSE,
         )
         targets = intent_actions.first_targets(
             db.session, filters, action, max_id=preview.max_id, at=preview.previewed_at
@@ -109,7 +112,6 @@ def _previewed_at(raw: str) -> dt.datetime:
     return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
-@intents.bp.post("/bulk")
 @role_required(OPERATOR)
 def bulk_apply():
     """Act on the previewed intents that did not change since the preview, once."""
@@ -144,7 +146,7 @@ def _confirm_preview(token: str):
     """Do what the preview of `token` counted, unless that preview was confirmed already."""
     try:
         signed = security.read_signed_token(
-            token, intents.BULK_TOKEN_PURPOSE, max_age_seconds=intents.BULK_TOKEN_MAX_AGE_SECONDS
+            token, BULK_TOKEN_PURPOSE, max_age_seconds=BULK_TOKEN_MAX_AGE_SECONDS
         )
         action, preview_id = signed["action"], signed["preview"]
         filters = SearchFilters.from_args(signed["filters"])
@@ -198,3 +200,9 @@ def _finish_bulk(action: str, filters: SearchFilters, acted: int, changed_since_
         counted = plural(changed_since_preview, "intent")
         flash(f"{counted} of those the preview counted changed since and {left}.", "warning")
     return forms.redirect_to("intents.search", **filters.as_args())
+
+
+def add_routes(bp: Blueprint) -> None:
+    """Add the bulk pages to the intents blueprint `bp` (GET previews, POST confirms)."""
+    bp.add_url_rule("/bulk", view_func=bulk_preview, methods=["GET"])
+    bp.add_url_rule("/bulk", view_func=bulk_apply, methods=["POST"])

@@ -18,8 +18,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from console.models import utcnow
-from console.ops import metrics
-from console.ops.send_budget_figures import register_collector
+from console.ops.metrics import prometheus
+from console.ops.metrics.send_budget_figures import register_collector
 from console.store import figures
 from console.web.extensions import current_settings, db
 
@@ -36,12 +36,12 @@ def _queue_registry(app: Flask):
     if registry is None:
         settings = current_settings()
         engine = db.engine
-        cache = metrics.SnapshotCache(
+        cache = prometheus.SnapshotCache(
             lambda: Session(engine),
             cache_seconds=settings.metrics_cache_seconds,
             alive_within_seconds=settings.health_max_tick_age_seconds,
         )
-        registry = metrics.queue_registry(cache)
+        registry = prometheus.queue_registry(cache)
         register_collector(registry, lambda: Session(engine), settings)  # the send budget
         registry = app.extensions.setdefault(CACHE_EXTENSION, registry)
     return registry
@@ -51,12 +51,12 @@ def _queue_registry(app: Flask):
 def prometheus_metrics() -> Response:
     """Serve this process's instruments and the queue state in Prometheus text format."""
     expected = current_settings().metrics_token
-    if expected and not metrics.bearer_token_ok(request.headers.get("Authorization"), expected):
+    if expected and not prometheus.bearer_token_ok(request.headers.get("Authorization"), expected):
         refused = Response("a bearer token is required\n", status=401, content_type="text/plain")
-        refused.headers.set(*metrics.BEARER_CHALLENGE)
+        refused.headers.set(*prometheus.BEARER_CHALLENGE)
         return refused
-    body = metrics.exposition(_queue_registry(current_app))
-    return Response(body, content_type=metrics.CONTENT_TYPE)
+    body = prometheus.exposition(_queue_registry(current_app))
+    return Response(body, content_type=prometheus.CONTENT_TYPE)
 
 
 def _database_check() -> tuple[bool, Any]:

@@ -2,7 +2,7 @@
 
 Attempts by outcome, send latency by lane, loop iterations, domain deferrals and
 SMTP reconnects, in ``PROCESS_REGISTRY``; Prometheus sums them over the scraped
-processes (``console.ops.metrics`` serves them with the queue's state). The send
+processes (``console.ops.metrics.prometheus`` serves them with the queue's state). The send
 loop imports this module alone: no database queries, no web server.
 """
 

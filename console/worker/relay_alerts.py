@@ -9,7 +9,7 @@
   ``CONSOLE_ALERT_DEAD_WINDOW_SECONDS`` after it fired.
 
 The worker marks the condition firing (compare-and-set, in its own short transaction);
-the alert cycle (``console.ops.alerts``, by ``ops.relay_conditions``) keeps it, clears it,
+the alert cycle (``console.ops.alerts``, by ``ops.alerts.relay``) keeps it, clears it,
 and posts the webhook.
 """
 

@@ -1,6 +1,6 @@
 """The loop of ``console worker``: tick until stopped, at once again while batches come
 back full, else after the poll interval or as soon as it is woken (an enqueue on
-PostgreSQL, a stop request). The process around it is ``console.ops.worker_process``.
+PostgreSQL, a stop request). The process around it is ``console.commands.worker``.
 """
 
 from __future__ import annotations

@@ -123,7 +123,7 @@ def test_a_bad_setting_stops_worker_and_prune_with_one_line_naming_it(sqlite_url
 def test_the_worker_starts_without_building_the_web_app(tmp_path):
     """`console worker` imports neither Flask, nor the app factory, nor the blueprints."""
     probe = (
-        "import sys, console.entry, console.ops.worker_process;"
+        "import sys, console.entry, console.commands.worker;"
         "print(sorted(m for m in sys.modules if m in ('flask', 'console.app', 'console.cli')"
         " or m.startswith('console.web')))"
     )

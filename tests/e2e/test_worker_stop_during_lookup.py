@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from console.ops.provider_asking import LOOKUP_TIMEOUT_SECONDS
+from console.ops.jobs.provider_asking import LOOKUP_TIMEOUT_SECONDS
 from tests.support import slow_provider
 from tests.support.slow_provider import add_ambiguous_intents
 from tests.support.worker_runs import start_worker, worker_environment

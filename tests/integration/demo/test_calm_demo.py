@@ -13,7 +13,7 @@ from console.core.lifecycle import Decision
 from console.core.send_result import SendResult
 from console.demo import command
 from console.models import utcnow
-from console.ops import alerts
+from console.ops.alerts import cycle
 from console.outbox import enqueue
 from console.transports.memory import MemoryTransport
 from console.vocabulary import DATA_SENT, DEAD, PENDING
@@ -45,7 +45,7 @@ def test_the_demos_staged_history_raises_no_error_line(
     clock.set(utcnow() + dt.timedelta(seconds=1))  # all the seeded mail due, however slow the seed
     worker = make_worker(MemoryTransport({"tempfail.old@example.net": [TEMPFAIL]}))
     worker.run_once(clock())
-    report = alerts.run_alert_cycle(session_factory, settings, now=clock())
+    report = cycle.run_alert_cycle(session_factory, settings, now=clock())
     assert {"dead_letter", "sender_rate:bounce:24h"} <= set(report.fired)
     shown = terminal.getvalue()
     assert " error " not in shown and "retry_in" not in shown, shown
@@ -73,7 +73,7 @@ def test_alert_summaries_word_figures_as_the_dashboard(session_factory, tmp_path
         intent.status, intent.updated_at = DEAD, now
         session.commit()
     with session_factory() as session:
-        found = {c.key: c.summary for c in alerts.active_conditions(session, settings, now)}
+        found = {c.key: c.summary for c in cycle.active_conditions(session, settings, now)}
     assert found["dead_letter"] == "1 intent dead-lettered in the last hour"
     assert found["sender_rate:bounce:24h"] == (
         "permanent bounce rate, last 24 h: 6.25 % (1 of 16), limit 2 %"

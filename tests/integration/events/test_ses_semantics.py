@@ -11,7 +11,7 @@ import datetime as dt
 
 import pytest
 
-from console.ops.retention import prune
+from console.ops.jobs.retention import prune
 from console.vocabulary import AMBIGUOUS, FAILED, SUBMITTED
 from tests.support.event_checks import (
     all_events,

@@ -15,7 +15,7 @@ import time
 import pytest
 from sqlalchemy import func, select
 
-from console.ops.retention import prune
+from console.ops.jobs.retention import prune
 from console.store.events import WebhookReplayKey
 from tests.support import native_payloads as payloads
 from tests.support.event_checks import all_events, suppression_map

@@ -12,7 +12,9 @@ from sqlalchemy import select, update
 
 from console.mail.catalog import TemplateCatalog
 from console.models import Attempt, Intent, utcnow
-from console.ops import alerts
+from console.ops.alerts import checks, cycle
+from console.ops.alerts.firing import ALERT_TEMPLATE
+from console.ops.alerts.webhook import WEBHOOK_RETRY_SECONDS
 from console.outbox import enqueue
 from console.paths import EMAIL_TEMPLATES_DIR
 from console.state_tables import AlertState, LaneBreaker
@@ -45,7 +47,7 @@ def add_intent(session, status="pending", template="login-code", **values) -> In
 
 def alert_emails(session_factory) -> list[Intent]:
     with session_factory() as session:
-        query = select(Intent).where(Intent.template == alerts.ALERT_TEMPLATE)
+        query = select(Intent).where(Intent.template == ALERT_TEMPLATE)
         return list(session.execute(query).scalars())
 
 
@@ -55,7 +57,7 @@ def test_nothing_fires_on_a_healthy_queue(session_factory, tmp_path, webhook):
         add_intent(session, "submitted")
         add_intent(session, "pending")
         session.commit()
-    report = alerts.run_alert_cycle(session_factory, settings, now=NOW)
+    report = cycle.run_alert_cycle(session_factory, settings, now=NOW)
     assert report.fired == [] and webhook.received == []
 
 
@@ -70,31 +72,31 @@ def test_a_dead_letter_alerts_once_until_it_clears(session_factory, tmp_path, we
         add_intent(session, DEAD, updated_at=NOW - dt.timedelta(seconds=5))
         session.commit()
 
-    first = alerts.run_alert_cycle(session_factory, settings, now=NOW)
-    assert first.fired == [alerts.DEAD_LETTER] and first.webhooks_sent == 1
+    first = cycle.run_alert_cycle(session_factory, settings, now=NOW)
+    assert first.fired == [checks.DEAD_LETTER] and first.webhooks_sent == 1
     with session_factory() as session:
         add_intent(session, DEAD, updated_at=NOW)  # a second dead letter: same condition
         session.commit()
     for minutes in (1, 2, 3):
         later = NOW + dt.timedelta(minutes=minutes)
-        assert alerts.run_alert_cycle(session_factory, settings, now=later).fired == []
-    assert webhook.states() == [(alerts.DEAD_LETTER, "firing")]
+        assert cycle.run_alert_cycle(session_factory, settings, now=later).fired == []
+    assert webhook.states() == [(checks.DEAD_LETTER, "firing")]
     assert webhook.received[0]["details"]["count"] == 1
     (email,) = alert_emails(session_factory)
     assert email.recipient == ALERT_EMAIL and email.lane == CRITICAL
-    assert email.params["condition"] == alerts.DEAD_LETTER
+    assert email.params["condition"] == checks.DEAD_LETTER
 
     after_window = NOW + dt.timedelta(seconds=3601)
-    cleared = alerts.run_alert_cycle(session_factory, settings, now=after_window)
-    assert cleared.cleared == [alerts.DEAD_LETTER]
-    assert webhook.states()[-1] == (alerts.DEAD_LETTER, "resolved")
+    cleared = cycle.run_alert_cycle(session_factory, settings, now=after_window)
+    assert cleared.cleared == [checks.DEAD_LETTER]
+    assert webhook.states()[-1] == (checks.DEAD_LETTER, "resolved")
     assert webhook.received[-1]["cleared_at"] is not None
 
     with session_factory() as session:
         add_intent(session, DEAD, updated_at=after_window)
         session.commit()
-    again = alerts.run_alert_cycle(session_factory, settings, now=after_window)
-    assert again.fired == [alerts.DEAD_LETTER]
+    again = cycle.run_alert_cycle(session_factory, settings, now=after_window)
+    assert again.fired == [checks.DEAD_LETTER]
     assert len(alert_emails(session_factory)) == 2
 
 
@@ -111,7 +113,7 @@ def test_concurrent_evaluators_notify_exactly_once(session_factory, tmp_path, we
     def evaluate() -> None:
         barrier.wait()
         try:
-            reports.append(alerts.run_alert_cycle(session_factory, settings, now=NOW))
+            reports.append(cycle.run_alert_cycle(session_factory, settings, now=NOW))
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -122,7 +124,7 @@ def test_concurrent_evaluators_notify_exactly_once(session_factory, tmp_path, we
         thread.join(timeout=60)
     assert errors == []
     assert sum(len(r.fired) for r in reports) == 1
-    assert webhook.states() == [(alerts.DEAD_LETTER, "firing")]
+    assert webhook.states() == [(checks.DEAD_LETTER, "firing")]
     assert len(alert_emails(session_factory)) == 1
 
 
@@ -131,10 +133,10 @@ def test_ambiguous_intents_alert_only_after_the_threshold(session_factory, tmp_p
     with session_factory() as session:
         add_intent(session, AMBIGUOUS, updated_at=NOW - dt.timedelta(seconds=300))
         session.commit()
-    assert alerts.run_alert_cycle(session_factory, settings, now=NOW).fired == []
+    assert cycle.run_alert_cycle(session_factory, settings, now=NOW).fired == []
     later = NOW + dt.timedelta(seconds=301)
-    report = alerts.run_alert_cycle(session_factory, settings, now=later)
-    assert report.fired == [alerts.AMBIGUOUS_WAITING]
+    report = cycle.run_alert_cycle(session_factory, settings, now=later)
+    assert report.fired == [checks.AMBIGUOUS_WAITING]
     with session_factory() as session:
         (state,) = load_firing_alerts(session)
         assert state.details == {"count": 1, "oldest_wait_seconds": 601}
@@ -154,7 +156,7 @@ def test_pending_age_uses_the_template_target_or_the_lane_default(session_factor
         add_intent(session, template="login-code", created_at=NOW - dt.timedelta(seconds=200))
         add_intent(session, template="welcome", created_at=NOW - dt.timedelta(seconds=200))
         session.commit()
-    report = alerts.run_alert_cycle(session_factory, settings, now=NOW)
+    report = cycle.run_alert_cycle(session_factory, settings, now=NOW)
     assert report.fired == ["pending_age:login-code"]
 
     custom = TemplateCatalog(root=tmp_path / "custom")
@@ -163,7 +165,7 @@ def test_pending_age_uses_the_template_target_or_the_lane_default(session_factor
     (tmp_path / "custom" / "welcome" / "settings.toml").write_text(
         'current_version = 1\nlane = "bulk"\npending_age_target_seconds = 60\n'
     )
-    report = alerts.run_alert_cycle(session_factory, settings, now=NOW, catalog=custom)
+    report = cycle.run_alert_cycle(session_factory, settings, now=NOW, catalog=custom)
     assert report.fired == ["pending_age:welcome"]
     assert report.cleared == []  # login-code still above the critical default
 
@@ -184,14 +186,14 @@ def test_breaker_and_provider_credentials_alert(session_factory, tmp_path):
             )
         )
         session.commit()
-    report = alerts.run_alert_cycle(session_factory, settings, now=NOW)
-    assert sorted(report.fired) == ["breaker_open:bulk", alerts.PROVIDER_AUTH]
+    report = cycle.run_alert_cycle(session_factory, settings, now=NOW)
+    assert sorted(report.fired) == ["breaker_open:bulk", checks.PROVIDER_AUTH]
     with session_factory() as session:
         session.execute(update(LaneBreaker).values(state="closed"))
         session.commit()
     later = NOW + dt.timedelta(seconds=901)
-    report = alerts.run_alert_cycle(session_factory, settings, now=later)
-    assert sorted(report.cleared) == ["breaker_open:bulk", alerts.PROVIDER_AUTH]
+    report = cycle.run_alert_cycle(session_factory, settings, now=later)
+    assert sorted(report.cleared) == ["breaker_open:bulk", checks.PROVIDER_AUTH]
 
 
 def test_a_refused_webhook_is_retried_later_not_at_once(session_factory, tmp_path, webhook):
@@ -200,17 +202,17 @@ def test_a_refused_webhook_is_retried_later_not_at_once(session_factory, tmp_pat
     with session_factory() as session:
         add_intent(session, DEAD, updated_at=NOW)
         session.commit()
-    first = alerts.run_alert_cycle(session_factory, settings, now=NOW)
+    first = cycle.run_alert_cycle(session_factory, settings, now=NOW)
     assert (first.webhooks_sent, first.webhooks_failed) == (0, 1)
     soon = NOW + dt.timedelta(seconds=10)
-    assert alerts.run_alert_cycle(session_factory, settings, now=soon).webhooks_failed == 0
+    assert cycle.run_alert_cycle(session_factory, settings, now=soon).webhooks_failed == 0
     webhook.status = 200
-    retry_at = NOW + dt.timedelta(seconds=alerts.WEBHOOK_RETRY_SECONDS + 1)
-    retried = alerts.run_alert_cycle(session_factory, settings, now=retry_at)
+    retry_at = NOW + dt.timedelta(seconds=WEBHOOK_RETRY_SECONDS + 1)
+    retried = cycle.run_alert_cycle(session_factory, settings, now=retry_at)
     assert retried.webhooks_sent == 1
-    assert webhook.states() == [(alerts.DEAD_LETTER, "firing")] * 2
+    assert webhook.states() == [(checks.DEAD_LETTER, "firing")] * 2
     with session_factory() as session:
-        state = session.get(AlertState, alerts.DEAD_LETTER)
+        state = session.get(AlertState, checks.DEAD_LETTER)
         assert state.webhook_due is None and state.webhook_sent_at is not None
 
 
@@ -226,15 +228,15 @@ def test_an_unreachable_webhook_fails_within_the_timeout(sqlite_url, tmp_path):
     with session_factory() as session:
         add_intent(session, DEAD, updated_at=NOW)
         session.commit()
-    report = alerts.run_alert_cycle(session_factory, settings, now=NOW)
-    assert report.fired == [alerts.DEAD_LETTER] and report.webhooks_failed == 1
+    report = cycle.run_alert_cycle(session_factory, settings, now=NOW)
+    assert report.fired == [checks.DEAD_LETTER] and report.webhooks_failed == 1
     engine.dispose()
 
 
 def test_background_jobs_check_alerts_and_run_retention(sqlite_url, tmp_path):
     import time
 
-    from console.ops.jobs import OpsJobs
+    from console.ops.jobs.schedule import OpsJobs
     from console.store.database import make_engine, make_session_factory
 
     settings = settings_for(tmp_path, CONSOLE_ALERT_INTERVAL_SECONDS="0.2")
@@ -257,7 +259,7 @@ def test_background_jobs_check_alerts_and_run_retention(sqlite_url, tmp_path):
             if fired and scrubbed:
                 break
             time.sleep(0.1)
-        assert [state.condition for state in fired] == [alerts.DEAD_LETTER]
+        assert [state.condition for state in fired] == [checks.DEAD_LETTER]
         assert len(scrubbed) == 1
     finally:
         jobs.shutdown()
@@ -272,7 +274,7 @@ def test_bounce_and_complaint_rates_over_the_limit_alert(session_factory, tmp_pa
             add_intent(session, "submitted", submitted_at=recent)
         add_intent(session, "submitted", submitted_at=recent, complained_at=recent)
         session.commit()
-    report = alerts.run_alert_cycle(session_factory, settings, now=NOW)
+    report = cycle.run_alert_cycle(session_factory, settings, now=NOW)
     # 1 complaint in 99 sent is over 0.3 %; no bounce yet
     assert sorted(report.fired) == ["sender_rate:complaint:24h", "sender_rate:complaint:7d"]
     with session_factory() as session:
@@ -280,14 +282,14 @@ def test_bounce_and_complaint_rates_over_the_limit_alert(session_factory, tmp_pa
         add_intent(session, "submitted", **bounced)
         add_intent(session, "submitted", **bounced)
         session.commit()
-    report = alerts.run_alert_cycle(session_factory, settings, now=NOW)
+    report = cycle.run_alert_cycle(session_factory, settings, now=NOW)
     # 2 bounces in 101 sent is under 2 %: nothing new
     assert report.fired == []
     with session_factory() as session:
         add_intent(session, "submitted", **bounced)
         session.commit()
-    report = alerts.run_alert_cycle(session_factory, settings, now=NOW)
+    report = cycle.run_alert_cycle(session_factory, settings, now=NOW)
     assert sorted(report.fired) == ["sender_rate:bounce:24h", "sender_rate:bounce:7d"]
     a_day_later = NOW + dt.timedelta(hours=24)
-    report = alerts.run_alert_cycle(session_factory, settings, now=a_day_later)
+    report = cycle.run_alert_cycle(session_factory, settings, now=a_day_later)
     assert sorted(report.cleared) == ["sender_rate:bounce:24h", "sender_rate:complaint:24h"]

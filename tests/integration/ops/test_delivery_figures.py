@@ -14,8 +14,8 @@ from sqlalchemy import update
 
 from console.config import load_settings
 from console.models import Intent, ProviderEvent, utcnow
-from console.ops import delivery_figures
-from console.ops.delivery_figures import DeliveryCollector, latency_conditions
+from console.ops.metrics import delivery_figures
+from console.ops.metrics.delivery_figures import DeliveryCollector, latency_conditions
 from console.outbox import enqueue
 from console.store.figures import Percentiles, lane_percentiles, over_target_by_minute
 from console.vocabulary import BULK, CRITICAL, SUBMITTED

@@ -9,8 +9,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.orm import Session
 
 from console.models import utcnow
-from console.ops import alerts
-from console.ops.hold_figures import HOLD_SET
+from console.ops.alerts.cycle import run_alert_cycle
+from console.ops.metrics.hold_figures import HOLD_SET
 from console.store import holds
 from tests.support.alert_webhook import Webhook, settings_for
 from tests.support.orders import enqueue_orders
@@ -55,9 +55,7 @@ def test_a_hold_older_than_a_day_reminds_once_a_day_until_released(session_facto
             session.commit()
 
         def cycle(hours: float):
-            return alerts.run_alert_cycle(
-                session_factory, settings, now=start + dt.timedelta(hours=hours)
-            )
+            return run_alert_cycle(session_factory, settings, now=start + dt.timedelta(hours=hours))
 
         assert cycle(23).fired == []
         assert cycle(25).fired == [f"{HOLD_SET}:{hold_id}:1"]

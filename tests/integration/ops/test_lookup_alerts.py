@@ -17,8 +17,10 @@ from sqlalchemy import select
 from console.config import load_settings
 from console.mail.catalog import catalog_for
 from console.models import Intent, utcnow
-from console.ops import alerts, provider_asking
-from console.ops.lookup_alerts import FAILURES_BEFORE_ALERT
+from console.ops.alerts import cycle
+from console.ops.alerts.firing import ALERT_TEMPLATE
+from console.ops.alerts.lookups import FAILURES_BEFORE_ALERT
+from console.ops.jobs import provider_asking
 from console.outbox import enqueue
 from console.store.alerts import load_firing_alerts
 from console.transports.factory import make_transport
@@ -83,7 +85,7 @@ def firing(session_factory) -> list[str]:
 
 def alert_emails(session_factory) -> list[str]:
     with session_factory() as session:
-        query = select(Intent.event).where(Intent.template == alerts.ALERT_TEMPLATE)
+        query = select(Intent.event).where(Intent.template == ALERT_TEMPLATE)
         return list(session.scalars(query))
 
 
@@ -106,14 +108,14 @@ def test_lookups_that_keep_failing_alert_once_until_they_answer_again(
     assert row.condition == KEY and "Postmark" in row.summary and "500" in row.summary
     for _ in range(2):  # still failing, and the alert cycle evaluates meanwhile
         run_job(session_factory, settings, lookup)
-        report = alerts.run_alert_cycle(session_factory, settings)
+        report = cycle.run_alert_cycle(session_factory, settings)
         assert report.cleared == [] and report.fired == []
     assert firing(session_factory) == [KEY]
     assert alert_emails(session_factory) == [f"alert:{KEY}"], "told once"
 
     run_job(session_factory, settings, lookup)  # Postmark answers again
     assert firing(session_factory) == []
-    alerts.run_alert_cycle(session_factory, settings)
+    cycle.run_alert_cycle(session_factory, settings)
     assert webhook.states() == [(KEY, "firing"), (KEY, "resolved")]
 
 
@@ -126,7 +128,7 @@ def test_the_alert_cycle_clears_it_once_the_provider_is_no_longer_asked(
     assert firing(session_factory) == [KEY]
 
     over_smtp = dataclasses.replace(settings, transport="smtp", alert_webhook_url=None)
-    report = alerts.run_alert_cycle(session_factory, over_smtp)
+    report = cycle.run_alert_cycle(session_factory, over_smtp)
 
     assert report.cleared == [KEY] and firing(session_factory) == []
 

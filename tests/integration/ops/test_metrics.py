@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from console.app import create_app
 from console.models import Intent, ProviderEvent, Suppression, utcnow
-from console.ops import metrics
+from console.ops.metrics import prometheus
 from console.outbox import enqueue
 from console.state_tables import LaneBreaker, WorkerHeartbeat
 from console.vocabulary import AMBIGUOUS, DEAD, SUBMITTED
@@ -137,7 +137,7 @@ def test_metrics_include_this_process_instruments(seeded):
 def test_snapshot_is_cached_for_the_configured_time(seeded):
     now = [0.0]
     with seeded.app_context():
-        cache = metrics.SnapshotCache(
+        cache = prometheus.SnapshotCache(
             lambda: Session(db.engine),
             cache_seconds=10,
             alive_within_seconds=60,
@@ -155,7 +155,7 @@ def test_snapshot_is_cached_for_the_configured_time(seeded):
 def test_live_statuses_are_fresh_while_the_full_count_waits_a_minute(seeded):
     now = [0.0]
     with seeded.app_context():
-        cache = metrics.SnapshotCache(
+        cache = prometheus.SnapshotCache(
             lambda: Session(db.engine),
             cache_seconds=10,
             alive_within_seconds=60,
@@ -170,7 +170,7 @@ def test_live_statuses_are_fresh_while_the_full_count_waits_a_minute(seeded):
         second = cache.get()
         assert second.count("pending") == 5, "live statuses are counted at every refresh"
         assert second.count("submitted") == 2, "the full count is kept for a minute"
-        now[0] = metrics.TOTALS_MIN_SECONDS
+        now[0] = prometheus.TOTALS_MIN_SECONDS
         assert cache.get().count("submitted") == 5
 
 

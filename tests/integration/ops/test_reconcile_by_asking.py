@@ -17,8 +17,8 @@ from sqlalchemy import select, update
 from console.config import load_settings
 from console.mail.catalog import catalog_for
 from console.models import Intent, ProviderEvent, utcnow
-from console.ops.jobs import OpsJobs
-from console.ops.provider_asking import lookup_for, run
+from console.ops.jobs.provider_asking import lookup_for, run
+from console.ops.jobs.schedule import OpsJobs
 from console.outbox import enqueue
 from console.store.events import NOT_FOUND_EVENT
 from console.vocabulary import AMBIGUOUS, PENDING, SUBMITTED

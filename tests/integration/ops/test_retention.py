@@ -10,7 +10,7 @@ import subprocess
 from sqlalchemy import select, text, update
 
 from console.models import Attempt, Intent, ProviderEvent, utcnow
-from console.ops.retention import prune
+from console.ops.jobs.retention import prune
 from console.outbox import enqueue
 from console.vocabulary import DEAD, PENDING, SUBMITTED
 from tests.support.commands import CONSOLE_BIN

@@ -12,7 +12,7 @@ from sqlalchemy import func, select, update
 
 from console.core.address_hash import address_hash
 from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppression, utcnow
-from console.ops.retention import prune
+from console.ops.jobs.retention import prune
 from console.outbox import enqueue
 from console.vocabulary import (
     CANCELLED,
@@ -200,7 +200,7 @@ def test_the_daily_job_and_the_prune_command_read_the_horizon(db_url, session_fa
     import subprocess
 
     from console.config import load_settings
-    from console.ops.jobs import OpsJobs
+    from console.ops.jobs.schedule import OpsJobs
     from tests.support.commands import CONSOLE_BIN
 
     key = "k" * 64

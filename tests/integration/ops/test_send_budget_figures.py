@@ -6,8 +6,8 @@ from __future__ import annotations
 import datetime as dt
 
 from console.config import load_settings
-from console.ops import alerts
-from console.ops.send_budget_figures import SEND_QUOTA_REACHED, budget_figures
+from console.ops.alerts import cycle
+from console.ops.metrics.send_budget_figures import SEND_QUOTA_REACHED, budget_figures
 from console.store import send_budget
 
 NOW = dt.datetime(2026, 12, 10, 12, 30, tzinfo=dt.UTC)
@@ -20,7 +20,7 @@ def settings_for(tmp_path, **variables):
 
 def test_the_quota_alert_fires_once_and_says_until_when(session_factory, tmp_path):
     settings = settings_for(tmp_path, CONSOLE_SEND_DAILY_QUOTA="50")
-    assert alerts.run_alert_cycle(session_factory, settings, now=NOW).fired == []
+    assert cycle.run_alert_cycle(session_factory, settings, now=NOW).fired == []
     with session_factory() as session:
         send_budget.count_sent(session, (NOW - dt.timedelta(hours=3)).timestamp(), 40)
         send_budget.count_sent(session, NOW.timestamp(), 7)
@@ -28,11 +28,11 @@ def test_the_quota_alert_fires_once_and_says_until_when(session_factory, tmp_pat
         figures = budget_figures(session, settings, NOW)
     assert figures.sent_24h == 47 and figures.quota == 50 and figures.critical_reserve == 3
     assert figures.bulk_waits_until == dt.datetime(2026, 12, 11, 10, 0, tzinfo=dt.UTC)
-    assert alerts.run_alert_cycle(session_factory, settings, now=NOW).fired == [SEND_QUOTA_REACHED]
+    assert cycle.run_alert_cycle(session_factory, settings, now=NOW).fired == [SEND_QUOTA_REACHED]
     later = NOW + dt.timedelta(minutes=5)
-    assert alerts.run_alert_cycle(session_factory, settings, now=later).fired == []
+    assert cycle.run_alert_cycle(session_factory, settings, now=later).fired == []
     next_day = NOW + dt.timedelta(hours=22)
-    cleared = alerts.run_alert_cycle(session_factory, settings, now=next_day).cleared
+    cleared = cycle.run_alert_cycle(session_factory, settings, now=next_day).cleared
     assert cleared == [SEND_QUOTA_REACHED]
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from console.config import load_settings
-from console.ops.alerts import active_conditions, run_alert_cycle
+from console.ops.alerts.cycle import active_conditions, run_alert_cycle
 from tests.support.event_checks import all_events
 from tests.support.provider_fixtures import delivery, dispose, make_events_app, sns_signer
 from tests.support.provider_payloads.ses_corpus_projects import CASES

@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from console.config import load_settings
 from console.mail.catalog import catalog_for
 from console.models import Intent, ProviderEvent
-from console.ops.provider_asking import run
+from console.ops.jobs.provider_asking import run
 from console.transports.lookup_core import ProviderLookup
 from console.transports.postmark_lookup import PostmarkLookupApi
 from console.vocabulary import AMBIGUOUS

@@ -12,7 +12,7 @@ import urllib.request
 import pytest
 
 from console.config import load_settings
-from console.ops.metrics import start_metrics_server
+from console.ops.metrics.prometheus import start_metrics_server
 from tests.conftest import TEST_SECRET_KEY
 from tests.support.pgcluster import free_port
 

@@ -334,13 +334,13 @@ def test_bulk_token_is_bound_to_its_filter(app, console_client, add_intent):
 def test_an_old_bulk_preview_is_not_confirmed_but_shown_anew(
     app, console_client, add_intent, monkeypatch
 ):
-    from console.web import intents
+    from console.web import intents_bulk
 
     client = console_client("operator", "olga")
     intent_id = add_intent("failed", event="campaign:1")
     links = parsed(client.get("/intents?q=campaign").text).links
     confirm = confirm_form(client.get(html.unescape(links["requeue…"])).text)
-    monkeypatch.setattr(intents, "BULK_TOKEN_MAX_AGE_SECONDS", -1.0)
+    monkeypatch.setattr(intents_bulk, "BULK_TOKEN_MAX_AGE_SECONDS", -1.0)
     response = post(client, "/intents/bulk", confirm, reason="late")
     assert response.status_code == 409
     assert "preview is older than" in response.text

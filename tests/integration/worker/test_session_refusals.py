@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from console.config import load_settings
 from console.models import Attempt, Intent
-from console.ops import alerts
+from console.ops.alerts import cycle
 from console.state_tables import AlertState
 from console.store.send_guards import read_breakers
 from console.transports.smtp import SmtpTransport
@@ -109,7 +109,7 @@ def test_a_refused_session_pauses_the_lane_instead_of_failing_the_queue(
     alert = firing(session_factory)["relay_refused:bulk"]
     assert "504 5.5.2 <vm>: Helo command rejected" in alert.summary
     settings = alert_settings(tmp_path)
-    report = alerts.run_alert_cycle(session_factory, settings, now=clock.now)
+    report = cycle.run_alert_cycle(session_factory, settings, now=clock.now)
     assert "relay_refused:bulk" in firing(session_factory) and not report.cleared
 
     smtp_server.script.set("*", ["250"])  # the operator fixed the EHLO name
@@ -122,7 +122,7 @@ def test_a_refused_session_pauses_the_lane_instead_of_failing_the_queue(
     statuses = [intent.status for intent in intents(session_factory, ids)]
     assert statuses == [SUBMITTED] * 4
     assert [i.attempt_count for i in intents(session_factory, ids)] == [1] * 4
-    report = alerts.run_alert_cycle(session_factory, settings, now=clock.now)
+    report = cycle.run_alert_cycle(session_factory, settings, now=clock.now)
     assert "relay_refused:bulk" in report.cleared
 
 

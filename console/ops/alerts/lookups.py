@@ -20,6 +20,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from console.config import Settings
 from console.core.asking import provider_that_answers
+from console.ops.alerts.condition import Condition
+from console.ops.alerts.firing import fire
 from console.store import alerts
 from console.transports.lookup_core import ProviderLookup
 
@@ -54,8 +56,6 @@ def after_run(
 
 
 def _fire(session: Session, settings: Settings, lookup: ProviderLookup, now) -> None:
-    from console.ops.alerts import Condition, fire
-
     provider = lookup.provider
     summary = (
         f"{lookup.failures_in_a_row} lookups in a row at {provider} failed (the last: "
@@ -73,10 +73,8 @@ def _clear(session: Session, key: str, now: dt.datetime) -> None:
         log.info("alert condition cleared", extra={"condition": key, "stage": "alert"})
 
 
-def lookup_conditions(session: Session, settings: Settings, now: dt.datetime) -> list:
+def lookup_conditions(session: Session, settings: Settings, now: dt.datetime) -> list[Condition]:
     """The lookup alert while it fires and its provider is still asked (a check of the cycle)."""
-    from console.ops.alerts import Condition
-
     asked = provider_that_answers(settings.transport, settings.provider) is not None
     return [
         Condition(row.condition, row.summary or "", dict(row.details or {}))

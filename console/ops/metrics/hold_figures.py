@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from console.config import Settings
 from console.models import utcnow
+from console.ops.alerts.condition import Condition
 from console.store import holds
 
 log = logging.getLogger(__name__)
@@ -64,10 +65,8 @@ def register_collector(registry, session_factory: Callable[[], Session]):
     return registry
 
 
-def hold_reminders(session: Session, settings: Settings, now: dt.datetime) -> list:
+def hold_reminders(session: Session, settings: Settings, now: dt.datetime) -> list[Condition]:
     """One condition per hold set for a day or more, keyed by its age in whole days."""
-    from console.ops.alerts import Condition
-
     found = []
     for line in holds.holds_in_force(session, now):
         hold = line.hold

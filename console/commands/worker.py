@@ -99,8 +99,8 @@ class _Services:
     metrics_server: object | None = None
 
     def start(self, settings: Settings, wake: threading.Event) -> None:
-        from console.ops.jobs import start_ops_jobs
-        from console.ops.metrics import start_metrics_server
+        from console.ops.jobs.schedule import start_ops_jobs
+        from console.ops.metrics.prometheus import start_metrics_server
         from console.worker import pg_wakeup
 
         self.listener = pg_wakeup.listener_for(settings.database_url, on_notify=wake.set)

@@ -38,8 +38,8 @@ from sqlalchemy.orm import Session
 
 from console.config import Settings
 from console.models import utcnow
-from console.ops import hold_figures
-from console.ops.delivery_figures import DeliveryCollector
+from console.ops.metrics import hold_figures
+from console.ops.metrics.delivery_figures import DeliveryCollector
 from console.store import figures
 from console.store.figures import Counts, count_every_status
 from console.vocabulary import AMBIGUOUS, DEAD, LANES, PENDING, SENDING

@@ -14,30 +14,13 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
+from console.commands.sessions import command_session
 from console.mail.catalog import TemplateCatalog, catalog_for
-from console.mail.template_settings import TemplateError
 from console.models import utcnow
-from console.ops.command_sessions import command_session
+from console.ops.hold_targets import known_selector, max_ages
 from console.state_tables import HOLD_DOMAIN, HOLD_LANE, HOLD_TEMPLATE
 from console.store import holds
 from console.store.actions import ActionRefused
-
-
-def known_selector(kind: str, text: str, catalog: TemplateCatalog) -> holds.Selector:
-    """Parse a selector and check its template is in `catalog`; UnknownTarget if not."""
-    selector = holds.Selector.parse(kind, text)
-    if selector.kind == HOLD_TEMPLATE:
-        try:
-            catalog.resolve(selector.describe().partition(" ")[2])
-        except TemplateError as exc:
-            raise holds.UnknownTarget(str(exc)) from None
-    return selector
-
-
-def max_ages(catalog: TemplateCatalog) -> dict[str, float]:
-    """Each template's max age in seconds, for those that have one."""
-    ages = {name: catalog.settings(name).max_age_seconds for name in catalog.names()}
-    return {name: age for name, age in ages.items() if age is not None}
 
 
 def _catalog() -> TemplateCatalog:

@@ -11,7 +11,7 @@ SES has no lookup: their events settle a send. Each lookup has one deadline;
 a provider that gives no answer by it ends the run (the rest wait for the next
 one), and so does the process's stop once the lookup in flight has its answer,
 so stopping the process waits at most that deadline. Lookups that keep
-failing raise an alert (``console.ops.lookup_alerts``).
+failing raise an alert (``console.ops.alerts.lookups``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from console.core.asking import (
 from console.mail.catalog import TemplateCatalog
 from console.mail.template_settings import TemplateError
 from console.models import utcnow
-from console.ops import lookup_alerts
+from console.ops.alerts import lookups
 from console.store import events, questions
 from console.store.actions import ActionRefused
 from console.transports.lookup_core import Finding, LookupApi, ProviderLookup
@@ -117,7 +117,7 @@ def run(
             session.commit()
         if finding.unanswered:
             break
-    lookup_alerts.after_run(session_factory, settings, lookup, report.asked, clock())
+    lookups.after_run(session_factory, settings, lookup, report.asked, clock())
     return report
 
 

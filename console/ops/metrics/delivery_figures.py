@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from console.config import Settings
 from console.mail.catalog import TemplateCatalog, default_catalog
 from console.models import utcnow
+from console.ops.alerts.condition import Condition
 from console.store import duplicate_sends, figures
 from console.vocabulary import BULK, CRITICAL, LANES
 
@@ -188,10 +189,8 @@ def _windows_over_target(counts: dict[int, tuple[int, int]], current_minute: int
     return True
 
 
-def latency_conditions(session: Session, settings: Settings, now: dt.datetime) -> list:
+def latency_conditions(session: Session, settings: Settings, now: dt.datetime) -> list[Condition]:
     """``latency:<lane>`` for each lane whose last-hour p99 stayed over target (an alert check)."""
-    from console.ops.alerts import Condition
-
     lanes, templates = latency_targets(default_catalog())
     current_minute = math.floor(now.timestamp() / 60)
     since = dt.datetime.fromtimestamp((current_minute - HOLD_MINUTES - 59) * 60, dt.UTC)

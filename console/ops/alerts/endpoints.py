@@ -19,16 +19,15 @@ from sqlalchemy.orm import Session
 
 from console.config import Settings
 from console.events import ses
+from console.ops.alerts.condition import Condition
 from console.store import events
 
 SES_TOPIC_UNSUBSCRIBED = "ses_topic_unsubscribed"
 INBOUND_AT_EVENTS = "inbound_mail_at_events_endpoint"
 
 
-def endpoint_conditions(session: Session, settings: Settings, now: dt.datetime) -> list:
+def endpoint_conditions(session: Session, settings: Settings, now: dt.datetime) -> list[Condition]:
     """The set-up problems of the events endpoints that hold at `now` (a check of the cycle)."""
-    from console.ops.alerts import Condition
-
     found = []
     unsubscribed_at = events.unsubscribed_since(session, ses.SOURCE)
     if unsubscribed_at is not None:

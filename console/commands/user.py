@@ -7,7 +7,7 @@ import sys
 import click
 from flask.cli import with_appcontext
 
-from console.ops.command_sessions import command_session
+from console.commands.sessions import command_session
 from console.store.accounts import (
     UserError,
     create_user,

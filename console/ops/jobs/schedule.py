@@ -3,7 +3,7 @@
 * alerts: evaluate the alert conditions every ``CONSOLE_ALERT_INTERVAL_SECONDS``;
 * retention: one pass a day (``console prune`` does the same by hand);
 * reconcile: ask the provider about ambiguous sends every ``CONSOLE_RECONCILE_SECONDS``,
-  where it can answer (``console.ops.provider_asking``).
+  where it can answer (``console.ops.jobs.provider_asking``).
 
 They run on a scheduler of their own, so a long retention pass never delays the
 send loop. Several processes may run them at once: alert transitions are
@@ -21,7 +21,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import Engine
 
 from console.config import Settings
-from console.ops import alerts, provider_asking, retention
+from console.ops.alerts import cycle
+from console.ops.jobs import provider_asking, retention
 from console.store.database import make_engine, make_session_factory
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ class OpsJobs:
 
     def check_alerts(self) -> None:
         try:
-            alerts.run_alert_cycle(self.session_factory, self.settings)
+            cycle.run_alert_cycle(self.session_factory, self.settings)
         except Exception:  # noqa: BLE001 - logged; the next interval tries again
             log.exception("alert check failed", extra={"stage": "alert"})
 

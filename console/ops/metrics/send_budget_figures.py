@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from console.config import Settings
 from console.core import token_bucket as tb
 from console.models import utcnow
+from console.ops.alerts.condition import Condition
 from console.store import send_budget
 
 SEND_QUOTA_REACHED = "send_quota_reached"
@@ -74,10 +75,8 @@ def quota_notices(figures: BudgetFigures) -> list[str]:
     ]
 
 
-def quota_conditions(session: Session, settings: Settings, now: dt.datetime) -> list:
+def quota_conditions(session: Session, settings: Settings, now: dt.datetime) -> list[Condition]:
     """``send_quota_reached`` while bulk claiming is stopped by the daily quota."""
-    from console.ops.alerts import Condition
-
     if settings.send_daily_quota is None:
         return []
     figures = budget_figures(session, settings, now)

@@ -7,14 +7,13 @@ import datetime as dt
 from sqlalchemy.orm import Session
 
 from console.config import Settings
+from console.ops.alerts.condition import Condition
 from console.store import alerts
 from console.worker.relay_alerts import RELAY_REFUSED, SMTPUTF8_MISSING
 
 
-def relay_conditions(session: Session, settings: Settings, now: dt.datetime) -> list:
+def relay_conditions(session: Session, settings: Settings, now: dt.datetime) -> list[Condition]:
     """The worker-raised conditions that still hold (a check of the alert cycle)."""
-    from console.ops.alerts import Condition
-
     paused = {lane for lane, _, _ in alerts.held_back_lanes(session)}
     window_start = now - dt.timedelta(seconds=settings.alert_dead_window_seconds)
     holding = []
