@@ -159,7 +159,7 @@ def serve_command(host: str, port: int) -> None:
     from console.web.ops import SCHEDULER_EXTENSION
     from console.web.request_size import largest_body_bytes
     from console.worker import pg_wakeup
-    from console.worker.scheduler_bridge import start_embedded_worker
+    from console.worker.running import start_embedded_worker
 
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     settings = _settings()

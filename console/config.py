@@ -122,7 +122,7 @@ class Settings:
     session_max_hours: float = 12.0
     db_lock_timeout_seconds: float = 5.0  # how long a console request waits for a lock
     max_request_bytes: int = 1024 * 1024  # a larger request body is refused (413) unread
-    test_crash_at: str | None = None  # test suite only: see console.worker.crash_points
+    test_crash_at: str | None = None  # test suite only: see console.worker.sending
 
 
 # variable name -> (field, parser)

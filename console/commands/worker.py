@@ -2,7 +2,7 @@
 
 Start-up reads the settings, configures logging and the outbox, and builds the
 worker; neither Flask's app nor its blueprints are built, so the first claim
-follows the process start closely. The loop (``console.worker.standalone``) ticks
+follows the process start closely. The loop (``console.worker.running``) ticks
 until SIGTERM or SIGINT; beside it run the wake-up listener, the ops jobs and
 ``/metrics``.
 """
@@ -19,9 +19,9 @@ from typing import NoReturn
 from console import logs
 from console.config import Settings, load_settings
 from console.paths import instance_dir
-from console.worker.housekeeping import record_clean_stop
+from console.worker.claim import record_clean_stop
 from console.worker.loop import Worker
-from console.worker.standalone import run_loop
+from console.worker.running import run_loop
 
 log = logging.getLogger("console.worker.loop")
 

@@ -35,7 +35,7 @@ from console.core.throttle_signals import reply_of
 from console.state_tables import AlertState, DomainDeferral
 from console.store import send_guards
 from console.vocabulary import ACCEPTED, CLOSED, HALF_OPEN, LANES, OPEN
-from console.worker import instruments
+from console.worker import reporting
 
 log = logging.getLogger(__name__)
 Write = Callable[[Session], None]  # a write after an outcome, committed on the session given
@@ -228,7 +228,7 @@ class SendGuard:
     def _store_deferral(self, session: Session, deferral: Deferral, code, now) -> None:
         deferred = send_guards.defer_domain(session, deferral, code, now)
         session.commit()
-        instruments.DOMAIN_DEFERRALS.inc()
+        reporting.DOMAIN_DEFERRALS.inc()
         log.warning(
             "recipient domain deferred after a run of throttling replies",
             extra={"recipient_domain": deferral.domain, "count": deferred, "code": code},

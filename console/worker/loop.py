@@ -1,10 +1,11 @@
 """The send loop: claim (T1), send outside any transaction, record (T2). No Flask here.
 
-A ``Worker`` takes a session factory, a transport, a clock and its settings.
-``run_once(now)`` runs one tick: heartbeat, lease-expiry sweep, then one bounded
-batch claimed, sent over up to ``concurrency`` transport connections, and
-recorded one by one. ``console worker`` and the scheduler of ``console serve``
-call it in a loop; tests call it tick by tick.
+A ``Worker`` takes a session factory, a transport, a clock and its settings; its
+database work goes to the engine of that database (``console.engine``). ``run_once(now)``
+runs one tick: heartbeat and lease-expiry sweep (at most once a second), then one
+bounded batch claimed and sent over up to ``concurrency`` transport connections, each
+sender recording its outcomes while it sends on. ``console worker`` and the scheduler of
+``console serve`` call it in a loop (``worker.running``); tests call it tick by tick.
 """
 
 from __future__ import annotations
@@ -34,27 +35,33 @@ from console.transports.base import OutgoingEmail, Transport
 from console.transports.factory import make_transport
 from console.transports.smtp import envelope_address
 from console.vocabulary import CLAIMED, PENDING
-from console.worker import instruments
-from console.worker.batch_claim import BatchClaimer
-from console.worker.compose import compose
-from console.worker.compose_ahead import ComposeAhead
-from console.worker.crash_points import CrashPoint
-from console.worker.critical_check import CriticalCheck
-from console.worker.decision_log import (
+from console.worker import reporting
+from console.worker.claim import (
+    BatchClaimer,
+    CriticalCheck,
+    SendBudget,
+    housekeeping,
+    new_worker_id,
+)
+from console.worker.decisions import EligibilityPolicy, SendDecisions, WorkerSettings
+from console.worker.guard import GuardPolicy, SendGuard
+from console.worker.outcomes import OutcomeWriter
+from console.worker.reporting import (
+    FinishedAttempt,
+    TickReport,
     log_batch,
     log_expired_lease,
     report_not_sent,
     report_record,
 )
-from console.worker.decisions import SendDecisions
-from console.worker.eligibility import EligibilityPolicy
-from console.worker.guard import GuardPolicy, SendGuard
-from console.worker.housekeeping import housekeeping, new_worker_id
-from console.worker.outcome_writer import OutcomeWriter
-from console.worker.send_budget import SendBudget
-from console.worker.settings import WorkerSettings
-from console.worker.stage_marks import SUPPRESSED_BEFORE_BODY, StageMarks, SuppressedBeforeBody
-from console.worker.tick import FinishedAttempt, TickReport
+from console.worker.sending import (
+    SUPPRESSED_BEFORE_BODY,
+    ComposeAhead,
+    CrashPoint,
+    StageMarks,
+    SuppressedBeforeBody,
+    compose,
+)
 
 log = logging.getLogger(__name__)
 HOUSEKEEPING_INTERVAL = dt.timedelta(seconds=1)
@@ -163,7 +170,7 @@ class Worker:
     async def tick(self, now: dt.datetime) -> TickReport:
         """Heartbeat and sweep, then claim one batch, send it and record each outcome."""
         report = TickReport()
-        instruments.record_tick()
+        reporting.record_tick()
         await self._housekeeping(now, report)
         if self.stopping:
             return report
@@ -189,7 +196,7 @@ class Worker:
     async def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
         """Heartbeat, take back silent workers' leases, match early provider events; commit.
 
-        At most once a `HOUSEKEEPING_SECONDS` (a worker draining a backlog ticks many times
+        At most once a `HOUSEKEEPING_INTERVAL` (a worker draining a backlog ticks many times
         a second; leases last minutes), and at once whenever the clock goes back.
         """
         last = self._housekept_at
@@ -252,7 +259,7 @@ class Worker:
         """Add the connections the transport replaced since the last batch to /metrics."""
         reconnects = getattr(self.transport, "reconnects", 0)
         if reconnects > self._reconnects_counted:
-            instruments.SMTP_RECONNECTS.inc(reconnects - self._reconnects_counted)
+            reporting.SMTP_RECONNECTS.inc(reconnects - self._reconnects_counted)
         self._reconnects_counted = reconnects
 
     def _deferral_of(self, recipient: str) -> dt.datetime | None:
@@ -270,7 +277,7 @@ class Worker:
         else:
             classification = classify(result, self.settings.overrides)
             duration_seconds = (result.duration_ms or 0) / 1000
-            instruments.record_attempt(classification.outcome, claim.intent.lane, duration_seconds)
+            reporting.record_attempt(classification.outcome, claim.intent.lane, duration_seconds)
             now = self.clock()
             if classification.blames_session:
                 decision = self._wait_uncharged(claim, classification.reason, now)

@@ -50,7 +50,7 @@ import console  # noqa: E402
 from console.config import Settings  # noqa: E402
 from console.mail.catalog import default_catalog  # noqa: E402
 from console.store.database import make_engine, make_session_factory  # noqa: E402
-from console.worker.settings import batch_size_for  # noqa: E402
+from console.worker.decisions import batch_size_for  # noqa: E402
 from tests.bench.bench_send import TEMPLATE, database_url, enqueue_orders, order_params  # noqa: E402
 from tests.support import pgcluster  # noqa: E402
 from tests.support.commands import CONSOLE_BIN  # noqa: E402

@@ -54,9 +54,9 @@ from console.outbox import enqueue, new_message_id  # noqa: E402
 from console.store.database import make_engine, make_session_factory  # noqa: E402
 from console.transports.smtp import SmtpTransport  # noqa: E402
 from console.vocabulary import SUBMITTED  # noqa: E402
+from console.worker.decisions import WorkerSettings, batch_size_for  # noqa: E402
 from console.worker.guard import GuardPolicy  # noqa: E402
 from console.worker.loop import Worker  # noqa: E402
-from console.worker.settings import WorkerSettings, batch_size_for  # noqa: E402
 from tests.conftest import migrate_to_head  # noqa: E402
 from tests.support import pgcluster  # noqa: E402
 from tests.support.commands import CONSOLE_BIN  # noqa: E402

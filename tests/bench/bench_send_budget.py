@@ -27,7 +27,7 @@ from console.core.token_bucket import BucketPolicy, DailyQuota
 from console.models import utcnow
 from console.store import claims, send_budget
 from console.store.database import make_engine, make_session_factory
-from console.worker.send_budget import SendBudget
+from console.worker.claim import SendBudget
 from tests.conftest import migrate_to_head
 from tests.support import pgcluster
 

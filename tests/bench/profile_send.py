@@ -44,12 +44,12 @@ PHASES = (
     ("decision", "console.worker.loop", "classify"),
     ("decision", "console.worker.decisions", "SendDecisions.after_attempt"),
     ("record: compare-and-set", "console.store.records", "record_by_values"),
-    ("record: after it", "console.worker.outcome_writer", "OutcomeWriter._writes_after"),
-    ("record: breaker", "console.worker.outcome_writer", "SendGuard.writes_after"),
+    ("record: after it", "console.worker.outcomes", "OutcomeWriter._writes_after"),
+    ("record: breaker", "console.worker.outcomes", "SendGuard.writes_after"),
     ("statement binding (PostgreSQL)", "console.store.statements", "Prepared.parameters"),
     ("logging", "console.worker.loop", "log_decision"),
-    ("logging", "console.worker.decision_log", "log_decision"),
-    ("metrics", "console.worker.instruments", "record_attempt"),
+    ("logging", "console.worker.reporting", "log_decision"),
+    ("metrics", "console.worker.reporting", "record_attempt"),
 )
 
 
@@ -119,7 +119,7 @@ def instrumented(clock: PhaseClock):
         undo.append((owner, name, original))
     # compose calls serialize_message through its own module's name
     import console.mail.serialize as serialize_module
-    import console.worker.compose as compose_module
+    import console.worker.sending as compose_module
 
     compose_module.serialize_message = serialize_module.serialize_message
     try:

@@ -11,9 +11,9 @@ from console.core.backoff import Backoff
 from console.core.lifecycle import RetryPolicy
 from console.models import utcnow
 from console.transports.base import Transport
+from console.worker.decisions import WorkerSettings
 from console.worker.guard import GuardPolicy
 from console.worker.loop import Worker
-from console.worker.settings import WorkerSettings
 
 MAIL_FROM = "Shop <shop@example.com>"
 BACKOFF = Backoff(30, 3600, 5)  # base, cap and floor in seconds: a first retry within 30 s

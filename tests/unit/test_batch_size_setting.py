@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from console.config import ConfigError, load_settings
-from console.worker.settings import WorkerSettings
+from console.worker.decisions import WorkerSettings
 
 BASE = {"CONSOLE_DATABASE_URL": "sqlite://", "CONSOLE_SECRET_KEY": "k" * 64}
 

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from console.config import Settings
 from console.ops.alerts.condition import Condition
 from console.store import alerts
-from console.worker.relay_alerts import RELAY_REFUSED, SMTPUTF8_MISSING
+from console.worker.outcomes import RELAY_REFUSED, SMTPUTF8_MISSING
 
 
 def relay_conditions(session: Session, settings: Settings, now: dt.datetime) -> list[Condition]:

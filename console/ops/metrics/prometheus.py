@@ -2,7 +2,7 @@
 
 Two kinds of figures:
 
-* **process instruments** (counters and a histogram, ``console.worker.instruments``),
+* **process instruments** (counters and a histogram, ``console.worker.reporting``),
   incremented by the worker in this process: attempts by outcome, send latency,
   ticks. Prometheus sums them over the scraped processes.
 * **queue state**, read from the database by whichever process is scraped, the
@@ -43,7 +43,7 @@ from console.ops.metrics.delivery_figures import DeliveryCollector
 from console.store import figures
 from console.store.figures import Counts, count_every_status
 from console.vocabulary import AMBIGUOUS, DEAD, LANES, PENDING, SENDING
-from console.worker.instruments import PROCESS_REGISTRY
+from console.worker.reporting import PROCESS_REGISTRY
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from console.ops.alerts import cycle
 from console.outbox import enqueue
 from console.transports.memory import MemoryTransport
 from console.vocabulary import DATA_SENT, DEAD, PENDING
-from console.worker import decision_log
+from console.worker import reporting
 from tests.support.alert_webhook import settings_for
 
 TEMPFAIL = SendResult(DATA_SENT, code=451, reply_text="4.3.0 try again later")
@@ -84,9 +84,9 @@ def test_a_decision_line_names_a_retry_only_when_there_is_one(caplog):
     now = utcnow()
     caplog.set_level(logging.INFO, logger="console.worker.loop")
     dead = Decision(DEAD, "gave up", alert=True)
-    decision_log.log_decision(dead, 11, 69, DATA_SENT, "transient", 451, now, 1)
+    reporting.log_decision(dead, 11, 69, DATA_SENT, "transient", 451, now, 1)
     later = Decision(PENDING, "451", now + dt.timedelta(seconds=4))
-    decision_log.log_decision(later, 12, 70, DATA_SENT, "transient", 451, now, 1)
+    reporting.log_decision(later, 12, 70, DATA_SENT, "transient", 451, now, 1)
     first, second = (record.getMessage() for record in caplog.records)
     assert first == "intent=11 attempt=1 stage=data_sent outcome=transient code=451 -> dead"
     assert second.endswith("-> pending, retry in 4 s"), second

@@ -11,7 +11,7 @@ from console.mail.catalog import default_catalog
 from console.models import Intent
 from console.transports.memory import MemoryTransport
 from console.vocabulary import CANCELLED, PENDING, SUBMITTED
-from console.worker.eligibility import EligibilityPolicy
+from console.worker.decisions import EligibilityPolicy
 
 GRACE = dict(reviewer_id=29, reviewer_name="Grace", reviewer_email="grace@example.com")
 LINUS = dict(reviewer_id=30, reviewer_name="Linus", reviewer_email="linus@example.com")

@@ -18,7 +18,7 @@ from console.state_tables import LaneBreaker, WorkerHeartbeat
 from console.vocabulary import AMBIGUOUS, DEAD, SUBMITTED
 from console.web import ops
 from console.web.extensions import db
-from console.worker import instruments
+from console.worker import reporting
 from tests.conftest import TEST_SECRET_KEY
 from tests.support.commands import CONSOLE_BIN
 
@@ -117,10 +117,10 @@ def test_metrics_report_the_queue_without_login(seeded):
 
 def test_metrics_include_this_process_instruments(seeded):
     before = samples(seeded.test_client().get("/metrics").get_data(as_text=True))
-    instruments.record_attempt("transient", "bulk", 0.2)
-    instruments.record_attempt("accepted", "bulk", 0.03)
-    instruments.record_attempt("transient", "bulk", 0.4)  # the same child counts again
-    instruments.record_tick()
+    reporting.record_attempt("transient", "bulk", 0.2)
+    reporting.record_attempt("accepted", "bulk", 0.03)
+    reporting.record_attempt("transient", "bulk", 0.4)  # the same child counts again
+    reporting.record_tick()
     after = samples(seeded.test_client().get("/metrics").get_data(as_text=True))
 
     def grew(name, labels=()):

@@ -127,7 +127,7 @@ def test_no_size_limit_means_no_refusal(limit):
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_the_worker_counts_reconnects_in_metrics(make_worker, session_factory, clock):
     from console.outbox import enqueue
-    from console.worker import instruments
+    from console.worker import reporting
 
     script = {"drop@example.com": ["hangup"]}
     with ScriptedSMTPServer(script=script, stall_seconds=0.5) as server:
@@ -136,13 +136,13 @@ def test_the_worker_counts_reconnects_in_metrics(make_worker, session_factory, c
                 params = {"name": "Ada", "login_url": "https://shop.example/login"}
                 enqueue(session, key=f"w:{number}", to=to, template="welcome", params=params)
             session.commit()
-        before = instruments.SMTP_RECONNECTS._value.get()
+        before = reporting.SMTP_RECONNECTS._value.get()
         transport = SmtpTransport(server.url, timeout_seconds=TIMEOUT_SECONDS)
         clock.advance(60)
         make_worker(transport).run_once()
         assert server.connections_opened == 2
-        assert instruments.SMTP_RECONNECTS._value.get() - before == 1
-        exposition = generate_latest(instruments.PROCESS_REGISTRY).decode()
+        assert reporting.SMTP_RECONNECTS._value.get() - before == 1
+        exposition = generate_latest(reporting.PROCESS_REGISTRY).decode()
         assert "console_smtp_reconnects_total" in exposition
 
 

@@ -1,5 +1,5 @@
 """Critical intents due since a large batch was claimed go before the rest of it
-(``worker.critical_check``), on SQLite and PostgreSQL: every ``CHECK_EVERY`` emails
+(``worker.claim``, ``CriticalCheck``), on SQLite and PostgreSQL: every ``CHECK_EVERY`` emails
 taken, one look, and a login code found is claimed and sent next; nothing is sent
 twice, and a look that finds nothing claims nothing."""
 
@@ -13,7 +13,7 @@ from console.models import Attempt, Intent
 from console.store import claims
 from console.transports.memory import MemoryTransport
 from console.vocabulary import SUBMITTED
-from console.worker import critical_check
+from console.worker import claim
 from tests.support.orders import enqueue_login_code, enqueue_orders
 
 CHECK_EVERY = 4
@@ -22,7 +22,7 @@ BATCH = 12
 
 @pytest.fixture(autouse=True)
 def check_every_four(monkeypatch):
-    monkeypatch.setattr(critical_check, "CHECK_EVERY", CHECK_EVERY)
+    monkeypatch.setattr(claim, "CHECK_EVERY", CHECK_EVERY)
 
 
 class LoginCodeDuringTheBatch(MemoryTransport):

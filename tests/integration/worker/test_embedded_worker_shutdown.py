@@ -13,7 +13,7 @@ from console.outbox import enqueue
 from console.state_tables import WorkerHeartbeat
 from console.transports.memory import MemoryTransport
 from console.vocabulary import SUBMITTED
-from console.worker.scheduler_bridge import EmbeddedWorker
+from console.worker.running import EmbeddedWorker
 
 LOGIN = dict(template="login-code", params={"code": "123456"})
 SEND_SECONDS = 0.25  # each send outlasts several poll intervals

@@ -14,7 +14,7 @@ from console.outbox import enqueue
 from console.store import send_budget
 from console.transports.memory import MemoryTransport
 from console.vocabulary import CRITICAL, ENVELOPE, SUBMITTED
-from console.worker.send_budget import SendBudget
+from console.worker.claim import SendBudget
 from tests.support.backlog import insert_bulk_backlog
 
 RATE = tb.BucketPolicy.of(10.0)

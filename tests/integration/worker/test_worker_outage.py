@@ -21,8 +21,7 @@ from console.outbox import enqueue
 from console.store.database import make_engine, make_session_factory
 from console.transports.memory import MemoryTransport
 from console.vocabulary import SUBMITTED
-from console.worker.scheduler_bridge import EmbeddedWorker
-from console.worker.standalone import run_loop
+from console.worker.running import EmbeddedWorker, run_loop
 from tests.support.delay_proxy import url_through
 from tests.support.loop_server import LoopServer
 

@@ -24,7 +24,7 @@ from console.vocabulary import (
     SUBMITTED,
     SUPPRESSED,
 )
-from console.worker.eligibility import EligibilityPolicy
+from console.worker.decisions import EligibilityPolicy
 from tests.support.commands import CONSOLE_BIN
 from tests.support.smtp_server import ScriptedSMTPServer
 
@@ -298,7 +298,7 @@ def test_expiry_suppression_and_eligibility_are_rechecked_at_claim(
 
 def test_eligibility_checks_load_from_the_configured_module(tmp_path, monkeypatch):
     from console.config import load_settings
-    from console.worker.eligibility import EligibilityError
+    from console.worker.decisions import EligibilityError
 
     (tmp_path / "shop_checks.py").write_text(
         "def unverified_only(intent, session):\n"
@@ -423,7 +423,7 @@ def test_an_enqueue_in_this_process_wakes_the_embedded_worker_at_once(
 ):
     import time
 
-    from console.worker.scheduler_bridge import EmbeddedWorker
+    from console.worker.running import EmbeddedWorker
 
     worker = make_smtp_worker()
     worker.clock = utcnow

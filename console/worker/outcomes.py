@@ -1,23 +1,32 @@
-"""T2 and what follows it.
+"""T2 and what follows it: what a finished attempt's outcome calls for.
 
-For each finished attempt: record the outcome (compare-and-set on the lease), put a
-mailbox the relay called unknown on the suppression list, feed the breaker and the
-per-domain back-off, halve the shared send rate after a throttling reply, and raise
-the alerts that name the relay's reply. A refusal of the session
+For each finished attempt: record the outcome on the engine (compare-and-set on the
+lease), put a mailbox the relay called unknown on the suppression list, feed the
+breaker and the per-domain back-off, halve the shared send rate after a throttling
+reply, and raise the alerts that name the relay's reply. A refusal of the session
 (``Classification.blames_session``) is not recorded as an attempt: the lane's breaker
 opens at once, the intent waits uncharged, an operator is told.
 
-The record itself goes to the engine (``console.engine``). The breaker's window
-is fed in memory at once; what the outcome calls for writing (the breaker's state, the
-shared rate, a suppression, an alert) runs in one transaction of the store's
-(``Engine.in_transaction``), awaited like the record, so on PostgreSQL the other
-sends go on while it waits for the database. Most outcomes call for no write, and then
-no transaction is opened.
+The breaker's window is fed in memory at once; what the outcome calls for writing (the
+breaker's state, the shared rate, a suppression, an alert) runs in one transaction of
+the engine (``Engine.in_transaction``), awaited like the record, so on PostgreSQL the
+other sends go on while it waits for the database. Most outcomes call for no write, and
+then no transaction is opened.
+
+The alerts the worker raises itself: ``relay_refused:<lane>`` (the relay refused our
+session, sender or credentials: the lane's breaker is open and its intents wait; it
+holds while that breaker holds sends back) and ``smtputf8_missing:<relay>`` (a
+non-ASCII address met a relay without SMTPUTF8; one alert per relay, held for
+``CONSOLE_ALERT_DEAD_WINDOW_SECONDS``). The worker marks the condition firing
+(compare-and-set, in its own short transaction); the alert cycle (``console.ops.alerts``,
+by ``ops.alerts.relay``) keeps it, clears it, and posts the webhook.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -25,15 +34,48 @@ from console.core.blame import THROTTLING
 from console.core.classify import SMTPUTF8_NOT_OFFERED
 from console.core.rejections import refuses_the_mailbox
 from console.engine import Engine
-from console.store import records, suppressions
+from console.store import alerts, records, suppressions
 from console.vocabulary import CLAIMED
-from console.worker import relay_alerts
+from console.worker.claim import SendBudget
+from console.worker.decisions import WorkerSettings
 from console.worker.guard import SendGuard, Write
-from console.worker.send_budget import SendBudget
-from console.worker.settings import WorkerSettings
-from console.worker.tick import FinishedAttempt
+from console.worker.reporting import FinishedAttempt
 
 log = logging.getLogger("console.worker.loop")
+
+
+RELAY_REFUSED = "relay_refused"
+SMTPUTF8_MISSING = "smtputf8_missing"
+_REPLY_CHARS = 300
+
+
+def raise_relay_refused(
+    session: Session, *, lane: str, reply: str, reason: str, now: dt.datetime
+) -> bool:
+    """Fire ``relay_refused:<lane>`` naming `reply`; return whether this call fired it."""
+    summary = (
+        f"the relay refused the session ({reply[:_REPLY_CHARS]}): the {lane} lane is paused "
+        "and its mail waits; check CONSOLE_SMTP_EHLO_NAME, CONSOLE_MAIL_FROM, the credentials "
+        "in CONSOLE_SMTP_URL and the relay's configuration"
+    )
+    details = {"lane": lane, "reply": reply[:_REPLY_CHARS], "reason": reason[:_REPLY_CHARS]}
+    return _fire(session, f"{RELAY_REFUSED}:{lane}", summary, details, now)
+
+
+def raise_smtputf8_missing(session: Session, *, relay: str, now: dt.datetime) -> bool:
+    """Fire ``smtputf8_missing:<relay>``; return whether this call fired it."""
+    summary = (
+        f"the relay {relay} does not offer SMTPUTF8: mail to non-ASCII addresses fails "
+        "there (RFC 6531); use a relay that offers it"
+    )
+    return _fire(session, f"{SMTPUTF8_MISSING}:{relay}", summary, {"relay": relay}, now)
+
+
+def _fire(session: Session, key: str, summary: str, details: dict[str, Any], now) -> bool:
+    fired = alerts.mark_alert_firing(session, key, summary, details, now)
+    if fired:
+        log.error(summary, extra={"condition": key, "stage": "alert"})
+    return fired
 
 
 class OutcomeWriter:
@@ -93,7 +135,7 @@ class OutcomeWriter:
         return writes
 
     def _raise_smtputf8_missing(self, session: Session, now) -> None:
-        relay_alerts.raise_smtputf8_missing(session, relay=self.relay, now=now)
+        raise_smtputf8_missing(session, relay=self.relay, now=now)
         session.commit()
 
     def _hold_after_session_refusal(self, outcome: FinishedAttempt, released: set[int]) -> Write:
@@ -110,7 +152,7 @@ class OutcomeWriter:
             reason = outcome.decision.reason or reply
             if records.release_refused(session.connection(), claim, now, due_at, reason):
                 released.add(claim.attempt_id)
-            relay_alerts.raise_relay_refused(
+            raise_relay_refused(
                 session, lane=lane, reply=reply, reason=outcome.classification.reason, now=now
             )
             session.commit()

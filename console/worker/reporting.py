@@ -1,20 +1,122 @@
-"""One log line per decision of the send loop: ids, stage, outcome, retry; no params or bodies
-(and the tick's report of what was recorded)."""
+"""What the worker tells: what a tick did, its log lines and its Prometheus counters.
+
+``TickReport`` is what one tick did; ``FinishedAttempt`` one attempt on its way to T2.
+One log line per decision of the send loop: ids, stage, outcome, retry; no params or
+bodies. The counters (attempts by outcome, send latency by lane, loop iterations,
+domain deferrals, SMTP reconnects) live in ``PROCESS_REGISTRY``; Prometheus sums them
+over the scraped processes (``console.ops.metrics.prometheus`` serves them with the
+queue's state). No database queries, no web server here.
+"""
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import datetime as dt
+import functools
 import logging
-from typing import TYPE_CHECKING
 
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.process_collector import ProcessCollector
+
+from console.core.domain_backoff import Deferral
 from console.core.lifecycle import Decision
+from console.core.outcomes import Classification
 from console.core.readable import format_age
+from console.core.send_result import SendResult
+from console.store.claims import Claim
 from console.vocabulary import ACCEPTED
 
-if TYPE_CHECKING:
-    from console.worker.tick import FinishedAttempt, TickReport
-
 log = logging.getLogger("console.worker.loop")
+
+
+@dataclasses.dataclass
+class TickReport:
+    """What one tick did, for loops (was the batch full?) and tests."""
+
+    claimed: int = 0
+    swept: int = 0
+    stale: int = 0
+    released: int = 0
+    statuses: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+
+    def add_status(self, status: str) -> None:
+        """Count one intent that moved to `status`."""
+        self.statuses[status] += 1
+
+    def add_stale(self) -> None:
+        """Count one record that found its lease taken (nothing written)."""
+        self.stale += 1
+
+
+@dataclasses.dataclass(frozen=True)
+class FinishedAttempt:
+    """One finished attempt on its way to T2."""
+
+    claim: Claim
+    result: SendResult
+    classification: Classification
+    decision: Decision
+    now: dt.datetime
+    deferral: Deferral | None = None  # the run of 4yz this outcome completed
+
+
+LATENCY_BUCKETS_SECONDS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+PROCESS_REGISTRY = CollectorRegistry()
+ProcessCollector(registry=PROCESS_REGISTRY)
+ATTEMPTS = Counter(
+    "console_attempts",
+    "Attempts finished by workers of this process, by classified outcome.",
+    ["outcome"],
+    registry=PROCESS_REGISTRY,
+)
+SEND_LATENCY = Histogram(
+    "console_send_latency_seconds",
+    "Time from the start of an attempt to the transport's answer, in this process.",
+    ["lane"],
+    buckets=LATENCY_BUCKETS_SECONDS,
+    registry=PROCESS_REGISTRY,
+)
+TICKS = Counter(
+    "console_worker_ticks",
+    "Worker loop iterations (claim, send, record) in this process.",
+    registry=PROCESS_REGISTRY,
+)
+DOMAIN_DEFERRALS = Counter(
+    "console_domain_deferrals",
+    "Times a run of 4yz replies deferred every due intent of a recipient domain.",
+    registry=PROCESS_REGISTRY,
+)
+SMTP_RECONNECTS = Counter(
+    "console_smtp_reconnects",
+    "SMTP connections opened to replace one that broke (hang-up, timeout, 421).",
+    registry=PROCESS_REGISTRY,
+)
+
+
+def record_attempt(outcome: str, lane: str, duration_seconds: float) -> None:
+    """Count one finished attempt and its send latency."""
+    _attempts_with(outcome).inc()
+    _latency_in(lane).observe(max(duration_seconds, 0.0))
+
+
+def record_tick() -> None:
+    """Count one iteration of a worker loop."""
+    TICKS.inc()
+
+
+# Each label's child, looked up once: ``labels()`` checks and converts its values and
+# takes the metric's lock on every call, twice a message on the send path (the
+# children live as long as their metric; none is ever removed).
+@functools.cache
+def _attempts_with(outcome: str) -> Counter:
+    return ATTEMPTS.labels(outcome=outcome)
+
+
+@functools.cache
+def _latency_in(lane: str) -> Histogram:
+    return SEND_LATENCY.labels(lane=lane)
 
 
 def log_decision(
