@@ -155,10 +155,10 @@ def serve_command(host: str, port: int) -> None:
     """
     import waitress
 
+    from console.engine import pg_wakeup
     from console.ops.jobs.schedule import start_ops_jobs
     from console.web.ops import SCHEDULER_EXTENSION
     from console.web.request_size import largest_body_bytes
-    from console.worker import pg_wakeup
     from console.worker.running import start_embedded_worker
 
     app = current_app._get_current_object()  # type: ignore[attr-defined]

@@ -99,9 +99,9 @@ class _Services:
     metrics_server: object | None = None
 
     def start(self, settings: Settings, wake: threading.Event) -> None:
+        from console.engine import pg_wakeup
         from console.ops.jobs.schedule import start_ops_jobs
         from console.ops.metrics.prometheus import start_metrics_server
-        from console.worker import pg_wakeup
 
         self.listener = pg_wakeup.listener_for(settings.database_url, on_notify=wake.set)
         self.jobs = start_ops_jobs(settings)

@@ -2,9 +2,9 @@
 
 Callers (the worker, views, jobs, commands) never write SQL themselves; they call
 these functions by name. Outside this package and the send path's engines
-(``console.engine``) SQL runs only where it belongs to no aggregate: the PostgreSQL
-LISTEN connection (``worker/pg_wakeup``), the demo's seeding (``demo/seed``,
-``demo/seeded_history``) and ``demo/casework``, which stands for an application
+(``console.engine``, with the PostgreSQL LISTEN connection) SQL runs only where it
+belongs to no aggregate: the demo's seeding (``demo/seed``, ``demo/seeded_history``)
+and ``demo/casework``, which stands for an application
 querying its own tables. The send loop's queries shared by both databases are
 ``claims`` (T1: the claim and the lease sweep) and ``records`` (T2's values), built
 from ``statements``; what differs by database is in ``console.engine``; the workers'

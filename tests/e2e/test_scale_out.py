@@ -19,11 +19,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
+from console.engine.pg_wakeup import NotifyListener
 from console.models import Attempt, Intent
 from console.outbox import enqueue
 from console.store.database import make_engine
 from console.vocabulary import AMBIGUOUS, FAILED, SUBMITTED
-from console.worker.pg_wakeup import NotifyListener
 from tests.support.backlog import bulk_insert_intents, recipient
 from tests.support.console_processes import ConsoleProcess, console_environment, worker_process
 from tests.support.pgcluster import free_port

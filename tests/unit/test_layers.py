@@ -169,12 +169,12 @@ def test_the_graph_sees_a_cycle_through_a_lazy_import(tmp_path):
 
 
 def test_the_worker_asks_its_engine_which_database_it_is_on():
-    """No dialect check in worker/ but the PostgreSQL wake-up listener's (LISTEN/NOTIFY):
-    the engines (``console/engine/``) hold what differs by database."""
+    """No dialect check in worker/: the engines (``console/engine/``, with the PostgreSQL
+    wake-up listener) hold what differs by database."""
     checks = {
         str(path.relative_to(PACKAGE)): line.strip()
         for path in MODULES.values()
-        if layer_of(path) == "worker" and path.name != "pg_wakeup.py"
+        if layer_of(path) == "worker"
         for line in path.read_text(encoding="utf-8").splitlines()
         if "dialect" in line and not line.strip().startswith("#")
     }
