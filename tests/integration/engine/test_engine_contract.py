@@ -1,0 +1,161 @@
+"""The promises every engine keeps, asked through the ``Engine`` interface alone, on
+SQLite and on PostgreSQL: one claim never leases an intent twice, held and deferred mail
+stays put, retries go first, the mark comes before the body and is refused for a
+suppressed recipient or a swept attempt, a record is a compare-and-set on the lease, and
+a lease whose worker went silent after the mark is taken back as ambiguous.
+
+The worker's own tests exercise the same promises through a real SMTP relay; here each
+is one step of the engine, so a broken engine names the step it broke.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from sqlalchemy import insert
+
+from console.core.domain_backoff import Deferral
+from console.core.lifecycle import Decision, classify_lease_expiry
+from console.core.outcomes import Classification
+from console.core.send_result import SendResult
+from console.engine import SUPPRESSED, SWEPT
+from console.models import Suppression
+from console.store import claims, holds, records, send_guards
+from console.vocabulary import (
+    ACCEPTED,
+    AMBIGUOUS,
+    CLAIMED,
+    DATA_SENT,
+    PENDING,
+    REPLY_READ,
+    SENDING,
+    SUBMITTED,
+)
+from tests.support.claim_steps import (
+    T0,
+    engine_of,
+    lease_all,
+    load,
+    lock,
+    on_engine,
+    queue,
+    seconds,
+)
+
+
+def claim_all(session):
+    """Lock and lease every due intent, committed: the claims."""
+    leased = lease_all(session, lock(session))
+    session.commit()
+    return leased
+
+
+def submitted(claim, now):
+    result = SendResult(REPLY_READ, code=250, reply_text="2.0.0 Ok: queued as Q9")
+    decision = Decision(SUBMITTED)
+    return records.record_values(claim, result, Classification(ACCEPTED, "accepted"), decision, now)
+
+
+def test_a_claimed_intent_is_leased_once_and_a_second_claim_finds_nothing(session_factory, session):
+    first, second = queue(session_factory), queue(session_factory)
+    leased = claim_all(session)
+    assert sorted(c.intent.id for c in leased) == [first, second]
+    assert len({c.lease_token for c in leased}) == 2
+    assert claim_all(session) == []
+    for claim in leased:
+        intent, [attempt] = load(session_factory, claim.intent.id)
+        assert (intent.status, intent.lease_token) == (SENDING, claim.lease_token)
+        assert (attempt.stage, attempt.lease_token) == (CLAIMED, claim.lease_token)
+
+
+def test_retries_go_before_first_attempts_whatever_became_due_first(session_factory, session):
+    first_try = queue(session_factory, due=T0 - seconds(300))
+    retry = queue(session_factory, due=T0 - seconds(10), attempt_count=1)
+    assert [c.intent.id for c in claim_all(session)] == [retry, first_try]
+
+
+def test_held_and_deferred_mail_stays_pending(session_factory, session):
+    held = queue(session_factory, recipient="ada@held.example")
+    deferred = queue(session_factory, recipient="bob@slow.example")
+    free = queue(session_factory)
+    with session_factory() as other:
+        selector = holds.Selector.parse("domain", "held.example")
+        holds.place_hold(other, selector, actor="ops", reason="drill", now=T0 - seconds(5))
+        deferral = Deferral("slow.example", T0 + seconds(60), 0)
+        send_guards.defer_domain(other, deferral, 421, T0 - seconds(5))
+        other.commit()
+    assert [c.intent.id for c in claim_all(session)] == [free]
+    for intent_id in (held, deferred):
+        assert load(session_factory, intent_id)[0].status == PENDING
+
+
+def test_the_mark_commits_before_the_body_and_the_record_moves_the_intent(
+    engine, session_factory, session
+):
+    intent_id = queue(session_factory)
+    [claim] = claim_all(session)
+    assert on_engine(engine, lambda e: e.mark(claim.attempt_id, claim.intent.recipient)) is None
+    assert load(session_factory, intent_id)[1][0].stage == DATA_SENT  # seen by another session
+    assert on_engine(engine, lambda e: e.record(submitted(claim, T0 + seconds(1))))
+    intent, [attempt] = load(session_factory, intent_id)
+    assert (intent.status, intent.lease_token, attempt.stage) == (SUBMITTED, None, REPLY_READ)
+
+
+def test_a_suppressed_recipient_or_a_swept_attempt_refuses_the_mark(
+    engine, session_factory, session
+):
+    suppressed_id, swept_id = queue(session_factory), queue(session_factory)
+    leased = {c.intent.id: c for c in claim_all(session)}
+    with session_factory() as other:
+        recipient = leased[suppressed_id].intent.recipient
+        other.execute(
+            insert(Suppression).values(recipient=recipient.lower(), reason="bounce", created_at=T0)
+        )
+        other.commit()
+    [expired] = [
+        lease
+        for lease in engine_of(session).take_expired_leases(session, T0 + seconds(3600))
+        if lease.intent.id == swept_id
+    ]
+    session.commit()
+
+    async def marks(e):
+        refused = []
+        for intent_id in (suppressed_id, swept_id):
+            claim = leased[intent_id]
+            refused.append(await e.mark(claim.attempt_id, claim.intent.recipient))
+        return refused
+
+    assert on_engine(engine, marks) == [SUPPRESSED, SWEPT]
+    assert expired.stage == CLAIMED
+    for intent_id in (suppressed_id, swept_id):
+        assert load(session_factory, intent_id)[1][0].stage == CLAIMED
+
+
+def test_a_record_under_a_lost_lease_changes_nothing(engine, session_factory, session):
+    intent_id = queue(session_factory)
+    [claim] = claim_all(session)
+    stale = dataclasses.replace(claim, lease_token="a-lease-taken-back")
+    assert on_engine(engine, lambda e: e.record(submitted(stale, T0 + seconds(1)))) is False
+    intent, [attempt] = load(session_factory, intent_id)
+    assert (intent.status, attempt.finished_at) == (SENDING, None)
+
+
+@pytest.mark.parametrize(("marked", "becomes"), [(True, AMBIGUOUS), (False, PENDING)])
+def test_a_silent_workers_lease_is_taken_back_as_its_stage_says(
+    marked, becomes, engine, session_factory, session
+):
+    intent_id = queue(session_factory)
+    [claim] = claim_all(session)
+    if marked:
+        on_engine(engine, lambda e: e.mark(claim.attempt_id, claim.intent.recipient))
+    swept_at = T0 + seconds(3600)
+    [lease] = engine_of(session).take_expired_leases(session, swept_at)
+    verdict = classify_lease_expiry(lease.stage, handed_over=marked)
+    decision = Decision(becomes, verdict.reason, swept_at if becomes == PENDING else None)
+    assert claims.settle_expired_lease(session, lease, verdict, decision, swept_at)
+    session.commit()
+    intent, [attempt] = load(session_factory, intent_id)
+    assert (intent.status, attempt.outcome) == (becomes, verdict.outcome)
+    assert on_engine(engine, lambda e: e.record(submitted(claim, swept_at))) is False
