@@ -233,6 +233,7 @@ def forget_command(address: str, reason: str, cancel: bool) -> None:
 
     from console.store import erasure
     from console.store.actions import ActionRefused
+    from console.web import erasure_words
     from console.web.extensions import db
 
     try:
@@ -244,4 +245,4 @@ def forget_command(address: str, reason: str, cancel: bool) -> None:
     except ActionRefused as exc:
         db.session.rollback()
         raise click.ClickException(str(exc)) from None
-    click.echo(erasure.summary(report))
+    click.echo(erasure_words.summary(report))

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from console.core.lifecycle import Decision
 from console.store import claims, figures
 from console.store.claims import ExpiredLease
-from console.store.events import match_unmatched_events
+from console.store.provider_events import match_unmatched_events
 from console.worker.decisions import SendDecisions
 
 log = logging.getLogger("console.worker.loop")
