@@ -102,7 +102,7 @@ class ConsoleGroup(FlaskGroup):
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from console.store.figures import product_version
+    from console.store.heartbeats import product_version
 
     click.echo(f"console {product_version()}")
     ctx.exit()

@@ -30,7 +30,8 @@ from sqlalchemy.orm import Session
 from console.config import Settings
 from console.mail.catalog import TemplateCatalog, default_catalog
 from console.models import utcnow
-from console.store import duplicate_sends, figures
+from console.store import duplicate_sends
+from console.store import latency as figures
 from console.vocabulary import BULK, CRITICAL, LANES
 
 LATENCY_BUCKETS_SECONDS = (

@@ -3,7 +3,7 @@
 Callers (the worker, views, jobs, commands) never write SQL themselves; they call
 these functions by name. The send loop's queries are ``claims`` (T1: the claim and
 the lease sweep) and ``records`` (T2), built from ``statements``; the workers'
-heartbeats are in ``figures``.
+heartbeats are in ``heartbeats``.
 
 The transaction rule:
 

@@ -13,7 +13,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from console.core.lifecycle import Decision
-from console.store import claims, figures
+from console.store import claims
+from console.store import heartbeats as figures
 from console.store.claims import ExpiredLease
 from console.store.provider_events import match_unmatched_events
 from console.worker.decisions import SendDecisions
