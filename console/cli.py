@@ -48,8 +48,8 @@ class StartRefused(click.ClickException):
 
 def check_database(url: str) -> None:
     """Refuse to start (StartRefused) on a database unreachable, without or behind the schema."""
-    from console.store.database import DatabaseNotReady
-    from console.store.database import check_database as check
+    from console.store.schema_check import DatabaseNotReady
+    from console.store.schema_check import check_database as check
 
     try:
         check(url)

@@ -23,7 +23,7 @@ from console.store import (
     suppressions,
 )
 from console.store import intents as attempt_lookup
-from console.store.database import params_problem
+from console.store.json_values import params_problem
 from console.store.send_budget import RATE_WINDOWS
 from console.vocabulary import (
     AMBIGUOUS,
