@@ -29,18 +29,18 @@ from sqlalchemy.orm import Session
 from console.core.address_hash import address_hash
 from console.models import AuditEntry, Intent, ProviderEvent, Suppression, utcnow
 from console.store.actions import ActionRefused, StaleAction, required_reason
-from console.store.audit import audit_values, write_audit
-from console.store.erased_bytes import wipe_when_committed
-from console.store.retention import (
+from console.store.address_redaction import (
     audit_naming,
-    delete_finished_intents,
-    forget_login_failures,
     mentions,
     redact_audit_entries,
     redact_hold_reasons,
     redact_suppression_notes,
     replace_forms,
 )
+from console.store.audit import audit_values, write_audit
+from console.store.erased_bytes import wipe_when_committed
+from console.store.login_failures import forget_login_failures
+from console.store.retention import delete_finished_intents
 from console.store.suppressions import normalized_address
 from console.vocabulary import CANCELLED, TERMINAL_STATUSES
 

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from console.model_columns import UTCDateTime
 from console.state_tables import LoginFailureCount
+from console.store.address_redaction import mentions
 from console.store.statements import dialect_of, insert_for
 
 ANY_USER = ""  # the username of the per-address row
@@ -111,3 +112,14 @@ def forget_older_than(session: Session, cutoff: dt.datetime) -> int:
         .execution_options(synchronize_session=False)
     )
     return result.rowcount
+
+
+def forget_login_failures(session: Session, address: str) -> int:
+    """Delete the failed-login counts of usernames that name `address`; never commits.
+
+    The count of each client address (username "") stays.
+    """
+    statement = delete(LoginFailureCount).where(
+        LoginFailureCount.username != "", mentions(LoginFailureCount.username, address)
+    )
+    return session.execute(statement, execution_options={"synchronize_session": False}).rowcount

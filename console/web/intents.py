@@ -18,7 +18,6 @@ from console.store import (
     delivery_facts,
     intent_actions,
     intent_search,
-    intents,
     reconciliation,
     suppressions,
 )
@@ -36,6 +35,7 @@ from console.vocabulary import (
 from console.web import (
     action_words,
     forms,
+    intent_story,
     intent_timeline,
     intent_waits,
     next_step,
@@ -96,8 +96,8 @@ def search():
     return render_template("intents/search.html", **context), 400 if error else 200
 
 
-def _detail_or_404(intent_id: int) -> intents.IntentDetail:
-    detail = intents.intent_detail(db.session, intent_id)
+def _detail_or_404(intent_id: int) -> intent_story.IntentDetail:
+    detail = intent_story.intent_detail(db.session, intent_id)
     if detail is None:
         abort(404, description=f"There is no intent {intent_id}.")
     return detail

@@ -15,9 +15,9 @@ from console.core.send_result import SendResult
 from console.models import Intent, ProviderEvent
 from console.outbox import enqueue
 from console.store import duplicate_sends, reconciliation
-from console.store.intents import intent_detail
 from console.transports.memory import MemoryTransport
 from console.vocabulary import AMBIGUOUS, DATA_SENT, PENDING, SUBMITTED
+from console.web.intent_story import intent_detail
 from tests.support.orders import ORDER
 
 NO_REPLY = SendResult(DATA_SENT, error="connection lost", error_type="SMTPServerDisconnected")
