@@ -2,8 +2,9 @@
 
 Arrows point down: web and the command line call ops, outbox, worker and store;
 ops calls the worker, the store and what lies below; the worker calls the store,
-core, mail and transports; the store calls core; core and transports import nothing
-of the application but the shared vocabulary and each other.
+core, mail and transports; the store calls core and reads no setting (its callers
+pass the values); core and transports import nothing of the application but the
+shared vocabulary and each other.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ FORBIDDEN = {
              "demo", "events", *TABLES),
     "transports": ("store", "worker", "ops", "web", "outbox", "cli", "app", "demo", *TABLES),
     "mail": ("store", "worker", "ops", "web", "outbox", "cli", "app", "demo", *TABLES),
-    "store": ("worker", "ops", "web", "mail", "outbox", "cli", "app", "demo"),
+    "store": ("worker", "ops", "web", "mail", "outbox", "cli", "app", "demo", "config"),
     "outbox": ("worker", "ops", "web", "cli", "app", "demo"),
     "worker": ("ops", "web", "cli", "app", "demo"),
     "ops": ("web", "cli", "app", "demo"),
@@ -59,6 +60,16 @@ def test_no_layer_imports_one_above_it(layer):
         for path in layer_modules(layer)
     }
     assert {path: above for path, above in broken.items() if above} == {}
+
+
+def test_the_store_words_nothing_for_people():
+    """The store returns facts; the console and the commands put them in words."""
+    wording = {
+        str(path.relative_to(PACKAGE))
+        for path in layer_modules("store")
+        if "console.core.plurals" in path.read_text(encoding="utf-8")
+    }
+    assert wording == set()
 
 
 def test_the_rules_see_a_broken_import(tmp_path):
