@@ -20,7 +20,8 @@ from console.core.asking import FAILED, FOUND, HOLD_NOTED, RESEND_NOW
 from console.mail.catalog import TemplateCatalog
 from console.models import utcnow
 from console.ops.provider_asking import AskReport, apply_answer, decide, not_found_words
-from console.store import provider_lookups, questions
+from console.store import provider_lookups as events
+from console.store import questions
 from console.transports.lookup_core import Finding, ProviderLookup
 
 
@@ -58,7 +59,7 @@ def ask_now(
     report = AskReport(asked=1)
     apply_answer(session, lookup.provider, question, finding, action, report, actor=actor)
     details = {"provider": lookup.provider, "answer": finding.said, "detail": finding.detail}
-    provider_lookups.audit_asking(session, question, actor=actor, details=details, now=now)
+    events.audit_asking(session, question, actor=actor, details=details, now=now)
     return Asked(finding.said, _words(lookup.provider, question, finding, action, report))
 
 

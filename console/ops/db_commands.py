@@ -32,10 +32,10 @@ def db_cli() -> None:
 
 
 def _revision_at(url: str) -> str | None:
-    from console.store import schema_check
+    from console.store import schema_check as database
 
-    with schema_check.connected(url) as connection:
-        return schema_check.current_revision(connection)
+    with database.connected(url) as connection:
+        return database.current_revision(connection)
 
 
 def upgrade_summary(shown_url: str, before: str | None, after: str | None) -> str:

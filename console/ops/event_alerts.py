@@ -8,7 +8,7 @@
   a report arrived within ``CONSOLE_ALERT_DEAD_WINDOW_SECONDS``.
 
 Both reports are stored (without the mail's content) and never matched; these
-checks read them (``console.store.endpoint_reports``) for the alert cycle.
+checks read them (``console.store.events``) for the alert cycle.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from console.config import Settings
 from console.events import ses
-from console.store import endpoint_reports
+from console.store import endpoint_reports as events
 
 SES_TOPIC_UNSUBSCRIBED = "ses_topic_unsubscribed"
 INBOUND_AT_EVENTS = "inbound_mail_at_events_endpoint"
@@ -30,7 +30,7 @@ def endpoint_conditions(session: Session, settings: Settings, now: dt.datetime) 
     from console.ops.alerts import Condition
 
     found = []
-    unsubscribed_at = endpoint_reports.unsubscribed_since(session, ses.SOURCE)
+    unsubscribed_at = events.unsubscribed_since(session, ses.SOURCE)
     if unsubscribed_at is not None:
         summary = (
             "the SES topic was unsubscribed from /webhooks/ses: no SES events arrive; "
@@ -39,7 +39,7 @@ def endpoint_conditions(session: Session, settings: Settings, now: dt.datetime) 
         details = {"unsubscribed_at": unsubscribed_at.isoformat(timespec="seconds")}
         found.append(Condition(SES_TOPIC_UNSUBSCRIBED, summary, details))
     since = now - dt.timedelta(seconds=settings.alert_dead_window_seconds)
-    count, newest = endpoint_reports.inbound_since(session, since)
+    count, newest = events.inbound_since(session, since)
     if count:
         summary = (
             f"inbound mail is arriving at the events endpoint ({count} in the last "

@@ -39,7 +39,8 @@ from console.mail.catalog import TemplateCatalog
 from console.mail.template_settings import TemplateError
 from console.models import utcnow
 from console.ops import lookup_alerts
-from console.store import provider_lookups, questions
+from console.store import provider_lookups as events
+from console.store import questions
 from console.store.actions import ActionRefused
 from console.transports.lookup_core import Finding, LookupApi, ProviderLookup
 from console.vocabulary import HOLD
@@ -144,7 +145,7 @@ def apply_answer(
     finding: Finding,
     action: str,
     report: AskReport,
-    actor: str = provider_lookups.ACTOR,
+    actor: str = events.ACTOR,
 ) -> None:
     """Write what `action` decides for one intent (its transaction is the caller's)."""
     if action == LEAVE:
@@ -154,17 +155,17 @@ def apply_answer(
             extra={"intent_id": question.intent_id, "provider": provider, "error": finding.detail},
         )
     elif action == RECORD:
-        report.settled += provider_lookups.record_found(session, finding.events).matched
+        report.settled += events.record_found(session, finding.events).matched
     elif action == RESEND_NOW:
         reason = not_found_words(provider, question)
         try:
-            provider_lookups.resend_not_found(session, question, reason, actor=actor)
+            events.resend_not_found(session, question, reason, actor=actor)
             report.resent += 1
         except ActionRefused:  # it moved meanwhile (an event, an operator): nothing to do
             session.rollback()
     elif action == HOLD_NOTED:
         detail = not_found_words(provider, question)
-        report.held += provider_lookups.note_not_found(session, question, provider.lower(), detail)
+        report.held += events.note_not_found(session, question, provider.lower(), detail)
 
 
 def not_found_words(provider: str, question: Question) -> str:

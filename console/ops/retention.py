@@ -30,7 +30,8 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session
 
 from console.models import utcnow
-from console.store import retention, webhook_replay_keys
+from console.store import retention
+from console.store import webhook_replay_keys as events
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,6 @@ def _hash_audit(factory, cutoff, batch_size, key, report: PruneReport) -> int:
 
 
 def _forget_replay_keys(factory, now, batch_size, report: PruneReport) -> int:
-    deleted = webhook_replay_keys.delete_expired_replay_keys(factory, now, batch_size)
+    deleted = events.delete_expired_replay_keys(factory, now, batch_size)
     report.replay_keys_deleted += deleted
     return deleted
