@@ -48,8 +48,8 @@ class StartRefused(click.ClickException):
 
 def check_database(url: str) -> None:
     """Refuse to start (StartRefused) on a database unreachable, without or behind the schema."""
-    from console.store.database import DatabaseNotReady
-    from console.store.database import check_database as check
+    from console.store.schema_check import DatabaseNotReady
+    from console.store.schema_check import check_database as check
 
     try:
         check(url)
@@ -102,7 +102,7 @@ class ConsoleGroup(FlaskGroup):
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from console.store.figures import product_version
+    from console.store.heartbeats import product_version
 
     click.echo(f"console {product_version()}")
     ctx.exit()
@@ -233,6 +233,7 @@ def forget_command(address: str, reason: str, cancel: bool) -> None:
 
     from console.store import erasure
     from console.store.actions import ActionRefused
+    from console.web import erasure_words
     from console.web.extensions import db
 
     try:
@@ -244,4 +245,4 @@ def forget_command(address: str, reason: str, cancel: bool) -> None:
     except ActionRefused as exc:
         db.session.rollback()
         raise click.ClickException(str(exc)) from None
-    click.echo(erasure.summary(report))
+    click.echo(erasure_words.summary(report))

@@ -32,7 +32,7 @@ def db_cli() -> None:
 
 
 def _revision_at(url: str) -> str | None:
-    from console.store import database
+    from console.store import schema_check as database
 
     with database.connected(url) as connection:
         return database.current_revision(connection)
@@ -54,7 +54,7 @@ def upgrade_command(revision: str) -> None:
     from alembic import command
     from alembic.util import CommandError
 
-    from console.store.database import DatabaseNotReady, shown_url
+    from console.store.schema_check import DatabaseNotReady, shown_url
 
     url = current_app.extensions["console.settings"].database_url
     migrations = current_app.extensions["migrate"].migrate

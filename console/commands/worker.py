@@ -40,7 +40,7 @@ def main() -> None:
     """``console worker``: a bad setting is one line naming it on stderr and exit status 1;
     a database unreachable, without or behind the schema, one line and exit status 2."""
     from console.config import ConfigError
-    from console.store.database import DatabaseNotReady, check_database
+    from console.store.schema_check import DatabaseNotReady, check_database
 
     try:
         settings = worker_settings()

@@ -44,7 +44,7 @@ from console.demo.traffic import TRAFFIC_CASES, TRAFFIC_SECONDS, DemoTraffic
 from console.models import utcnow
 from console.outbox import enqueue
 from console.paths import instance_dir
-from console.store import database
+from console.store import schema_check
 from console.store.accounts import put_user
 from console.web.extensions import db
 
@@ -130,18 +130,18 @@ def not_the_demos(url: str) -> str | None:
     """Why the demo may not write into the database at `url`; None when it may."""
     if _made_here(url):
         return None
-    with database.connected(url) as connection:
+    with schema_check.connected(url) as connection:
         if seed.bears_demo_mark(connection):
             return None
         if seed.holds_application_rows(connection):
             return (
-                f"the database at {database.shown_url(url)} holds accounts or mail "
+                f"the database at {schema_check.shown_url(url)} holds accounts or mail "
                 "that console demo did not create: give it an empty database, or unset "
                 "CONSOLE_DATABASE_URL and --database for instance/demo.db"
             )
-        revision = database.current_revision(connection)
-        if database.is_behind(revision):
-            return database.behind_message(url, revision)
+        revision = schema_check.current_revision(connection)
+        if schema_check.is_behind(revision):
+            return schema_check.behind_message(url, revision)
     return None
 
 
@@ -149,7 +149,7 @@ def claim_database(url: str) -> None:
     """Refuse to start (StartRefused) on a database that is not the demo's own to write."""
     try:
         refusal = not_the_demos(url)
-    except database.DatabaseNotReady as error:
+    except schema_check.DatabaseNotReady as error:
         refusal = str(error)
     if refusal is not None:
         raise StartRefused(refusal)

@@ -17,7 +17,7 @@ from console.events import BOUNCED, COMPLAINED, DELIVERED, PERMANENT, ReportedEv
 from console.events.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from console.models import utcnow
 from console.outbox import enqueue, supersede
-from console.store.events import record_events
+from console.store.provider_events import record_events
 
 BOUNCED_ADDRESS = "gone.mailbox@example.com"
 COMPLAINED_ADDRESS = "annoyed@example.com"

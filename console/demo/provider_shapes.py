@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 
 from console.events import ReportedEvent, mailgun, postmark, resend, sendgrid, ses
 from console.models import utcnow
-from console.store.events import record_events
 from console.store.intents import intent_by_key
+from console.store.provider_events import record_events
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,8 @@ Parsing, verification and the matching rule live here (``sns``, ``ses``,
 ``webhook``, the native providers ``resend``, ``postmark``, ``mailgun`` and
 ``sendgrid``, ``matching``, and ``metadata``: our reference in a provider's
 metadata) and do no database work; recording and correlation live in
-``console.store.events``, used request keys in ``console.store.events``.
+``console.store.provider_events``, used request keys in
+``console.store.webhook_replay_keys``.
 
 Every provider's report becomes one of the same facts: ``accepted`` (the
 provider took the message), ``delivered``, ``delayed`` (still trying),

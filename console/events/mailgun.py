@@ -7,7 +7,7 @@ also carries ``parent-signature``, the same HMAC under the parent account's
 key: either one matching its configured key verifies the request. The
 timestamp must be within the window (Mailgun retries with the original block
 for 8 hours), and a token already used is a replay
-(``console.store.events``). A body that is not JSON (Mailgun's legacy
+(``console.store.webhook_replay_keys``). A body that is not JSON (Mailgun's legacy
 form-encoded webhooks) is answered 406, which Mailgun does not retry.
 
 ``event-data.event`` and its severity decide the fact:

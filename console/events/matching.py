@@ -5,7 +5,7 @@ again hands out its first ids again. So an event is matched by its identifiers
 *and* the recipient it names:
 
 1. its Message-ID, when it carries one (ours, unique), else its provider id,
-   names the candidate intents (``console.store.events`` looks them up);
+   names the candidate intents (``console.store.provider_events`` looks them up);
 2. of those, only intents to the event's recipient remain (compared without
    case); an event naming no recipient keeps them all;
 3. exactly one left: the event is about it. None or several: the event waits

@@ -5,7 +5,7 @@ the base64 DER signature in ``X-Twilio-Email-Event-Webhook-Signature`` and
 the Unix time in ``X-Twilio-Email-Event-Webhook-Timestamp``; the verification
 key (Settings → Mail Settings → Signed Event Webhook) is base64 DER, or PEM.
 The timestamp must be within the tolerance, and a request whose timestamp and
-body were already recorded is a replay (``console.store.events``), whatever
+body were already recorded is a replay (``console.store.webhook_replay_keys``), whatever
 the bytes of its signature: ECDSA's (r, s) and (r, n - s) both verify.
 
 One request carries a JSON array of events, each recorded once by its

@@ -8,7 +8,7 @@ and ``demo/casework``, which stands for an application
 querying its own tables. The send loop's queries shared by both databases are
 ``claims`` (T1: the claim and the lease sweep) and ``records`` (T2's values), built
 from ``statements``; what differs by database is in ``console.engine``; the workers'
-heartbeats are in ``figures``.
+heartbeats are in ``heartbeats``.
 
 The transaction rule:
 

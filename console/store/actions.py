@@ -47,7 +47,6 @@ class ActionResult:
     action: str
     before_status: str
     after_status: str
-    warning: str | None = None
 
     @property
     def wakes_worker(self) -> bool:
@@ -234,7 +233,6 @@ def act(
     reason: str,
     now: dt.datetime,
     details: dict[str, Any] | None = None,
-    warning: str | None = None,
 ) -> ActionResult:
     """Change one intent read in `row` by compare-and-set, and audit the change."""
     _compare_and_set(session, row, {**values, "updated_at": now})
@@ -255,7 +253,7 @@ def act(
             )
         ],
     )
-    return ActionResult(row.id, action, row.status, after, warning)
+    return ActionResult(row.id, action, row.status, after)
 
 
 def due_now_values(now: dt.datetime, status_reason: str) -> dict[str, Any]:

@@ -1,4 +1,11 @@
-"""Alerts: the reads behind each condition, and the alert_state rows that say which fire."""
+"""Alerts: the reads behind each condition, and the alert_state rows that say which fire.
+
+The reads behind the conditions are small counts on indexed columns, with no writes. The
+alert_state rows say which conditions fire and which webhook transitions are owed: firing,
+clearing and claiming a webhook are compare-and-set updates, so when several processes evaluate
+at once exactly one of them wins each transition. Functions that take a Session leave the commit
+to the caller; those that take a session factory run and commit a transaction of their own.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +20,6 @@ from console.models import Attempt, Intent
 from console.state_tables import AlertState, LaneBreaker
 from console.store.statements import dialect_of, insert_for
 from console.vocabulary import AMBIGUOUS, DEAD, PENDING
-
-# Checks ------------------------------------------------------------------------------------------
-#
-# The reads behind each alert condition: small counts on indexed columns, no writes.
 
 
 def _changed_at():
@@ -74,15 +77,6 @@ def count_replies_since(
     count, code = session.execute(query).one()
     return count, code
 
-
-# States ------------------------------------------------------------------------------------------
-#
-# The alert_state rows: which conditions fire, and which webhook transitions are owed.
-#
-# Firing, clearing and claiming a webhook are compare-and-set updates, so when several processes
-# evaluate at once exactly one of them wins each transition. Functions that take a Session leave
-# the commit to the caller; those that take a session factory run and commit a transaction of their
-# own.
 
 FIRING, RESOLVED = "firing", "resolved"  # webhook_due: the transition the webhook is owed
 

@@ -1,40 +1,29 @@
-"""The database itself: engines and sessions, the start-up check, and how JSON values are read.
+"""Engines and sessions outside Flask, and the connection settings of both databases.
 
-Nothing here belongs to one table; it is what every query stands on. Every engine hides
-its bound parameters (recipients, payloads, reasons) from the messages of its errors and
-decodes its JSON columns so that one unreadable value never breaks the read of the rows
-around it. ``serve``, ``worker`` and ``demo`` ask the start-up check before they start
-anything: can the database be reached, and is its schema the one the code needs.
+Every engine hides its bound parameters (recipients, payloads, reasons) from the messages of its
+errors, so a failed statement never writes personal data to a log. The console's own engine also
+waits only briefly for a lock (``lock_timeout_seconds``): a busy database then answers a request
+with 503 in seconds instead of holding a thread for half a minute. The worker keeps the long
+wait: its records must land.
+
+Nothing here belongs to one table; it is what every query stands on. Every engine decodes its
+JSON columns with ``console.store.json_values.read_json``; ``console.store.schema_check`` is the
+start-up check.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import functools
-import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from console.core.setting_values import normalized_database_url
-from console.paths import MIGRATIONS_DIR, create_private_file
-
-# Engines and sessions ----------------------------------------------------------------------------
-#
-# Engines and sessions outside Flask, and the connection settings of both databases.
-#
-# Every engine hides its bound parameters (recipients, payloads, reasons) from the messages of its
-# errors, so a failed statement never writes personal data to a log. The console's own engine also
-# waits only briefly for a lock (``lock_timeout_seconds``): a busy database then answers a request
-# with 503 in seconds instead of holding a thread for half a minute. The worker keeps the long
-# wait: its records must land.
+from console.paths import create_private_file
+from console.store.json_values import read_json
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_SECONDS = 10
@@ -120,175 +109,3 @@ def make_engine(url: str, *, lock_timeout_seconds: float | None = None) -> Engin
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     """Return a session factory whose objects stay readable after commit."""
     return sessionmaker(engine, expire_on_commit=False)
-
-
-# Start-up check ----------------------------------------------------------------------------------
-#
-# Start-up's look at the database: can it be reached, and is its schema the one the code needs?
-#
-# ``serve``, ``worker`` and ``demo`` ask before they start anything; the answer is one line saying
-# what is wrong and what to do (``DatabaseNotReady``). A schema newer than the code (a revision
-# this code does not know) passes: during a rolling upgrade the old processes keep running beside
-# the new schema.
-
-UPGRADE_COMMAND = "console db upgrade"
-VERSION_TABLE = "alembic_version"  # where Alembic records the revision
-
-
-class DatabaseNotReady(Exception):
-    """The database cannot serve this code yet; the message says why and what to do."""
-
-
-# The newest migration's revision, so that a database already there is let through without
-# Alembic, whose import is a good part of a process's start (tests/unit/test_schema_revision.py
-# keeps it equal to Alembic's head).
-SCHEMA_REVISION = "0018"
-
-
-@functools.cache
-def _scripts() -> Any:
-    from alembic.script import ScriptDirectory  # only when a database is not at the head
-
-    return ScriptDirectory(str(MIGRATIONS_DIR))
-
-
-def head_revision() -> str:
-    """The revision the code needs: the newest migration."""
-    return _scripts().get_current_head()
-
-
-def is_behind(revision: str | None) -> bool:
-    """Whether a database at `revision` (None: no schema) lacks migrations the code has."""
-    if revision == SCHEMA_REVISION:
-        return False
-    if revision is None:
-        return True
-    from alembic.util import CommandError
-
-    try:
-        return _scripts().get_revision(revision) is not None
-    except CommandError:  # unknown here: a newer code's migration
-        return False
-
-
-def shown_url(url: str) -> str:
-    """`url` as a message may show it: the password hidden."""
-    return make_url(normalized_database_url(url)).render_as_string(hide_password=True)
-
-
-def current_revision(connection: Connection) -> str | None:
-    """The revision recorded in the database (None: never migrated)."""
-    if not inspect(connection).has_table(VERSION_TABLE):
-        return None
-    return connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
-
-
-def _reason(error: DBAPIError) -> str:
-    """The driver's message on one line, each of its lines a punctuated sentence."""
-    lines = [" ".join(line.split()) for line in str(error.orig or error).splitlines()]
-    lines = [line for line in lines if line]
-    ended = [line if line[-1] in ".?!:;," else line + "." for line in lines[:-1]]
-    return " ".join(ended + lines[-1:])
-
-
-@contextlib.contextmanager
-def connected(url: str) -> Iterator[Connection]:
-    """A connection to `url`; DatabaseNotReady, saying what failed, when none can be made."""
-    engine = make_engine(url)
-    try:
-        try:
-            connection = engine.connect()
-        except DBAPIError as error:
-            raise DatabaseNotReady(
-                f"cannot connect to the database at {shown_url(url)} ({_reason(error)}): "
-                "check CONSOLE_DATABASE_URL and that the database is running"
-            ) from None
-        with connection:
-            yield connection
-    finally:
-        engine.dispose()
-
-
-def behind_message(url: str, revision: str | None) -> str:
-    """The line that says the schema at `url` is missing or behind, and what to run."""
-    state = "has no schema" if revision is None else f"is at revision {revision}"
-    return (
-        f"the database at {shown_url(url)} {state}, the code needs {head_revision()}: "
-        f'run "{UPGRADE_COMMAND}"'
-    )
-
-
-def check_database(url: str) -> None:
-    """Raise DatabaseNotReady unless `url` answers with a schema this code can run on."""
-    with connected(url) as connection:
-        revision = current_revision(connection)
-    if is_behind(revision):
-        raise DatabaseNotReady(behind_message(url, revision))
-
-
-# JSON values -------------------------------------------------------------------------------------
-#
-# JSON columns read so that one unreadable value never breaks the read of the rows around it.
-#
-# Every engine decodes its JSON columns with ``read_json`` (SQLAlchemy's ``json_deserializer``,
-# which psycopg uses for PostgreSQL's ``json`` too). A value that is not JSON, or is nested deeper
-# than ``MAX_DEPTH``, comes back as an ``UnreadableJSON`` naming the problem instead of raising in
-# the middle of a batch; whoever uses the value decides what that row's failure is.
-
-MAX_DEPTH = 64  # arrays and objects inside each other; no template needs more
-PREVIEW_CHARACTERS = 200
-
-
-@dataclasses.dataclass(frozen=True)
-class UnreadableJSON:
-    """A stored JSON value that could not be decoded: why, and the start of its text."""
-
-    problem: str
-    preview: str
-
-    def __bool__(self) -> bool:
-        return True  # never mistaken for an empty value (`params or {}`)
-
-
-def read_json(raw: str | bytes) -> Any:
-    """Decode `raw`; an UnreadableJSON when it is not JSON or is nested too deep."""
-    if isinstance(raw, bytes):
-        raw = raw.decode("utf-8", errors="replace")
-    try:
-        value = json.loads(raw)
-    except RecursionError:
-        return UnreadableJSON(f"nested deeper than {MAX_DEPTH} levels", raw[:PREVIEW_CHARACTERS])
-    except ValueError as error:
-        return UnreadableJSON(f"not JSON ({error})", raw[:PREVIEW_CHARACTERS])
-    if _depth_exceeds(value, MAX_DEPTH):
-        return UnreadableJSON(f"nested deeper than {MAX_DEPTH} levels", raw[:PREVIEW_CHARACTERS])
-    return value
-
-
-def _depth_exceeds(value: Any, limit: int) -> bool:
-    """Whether `value` holds containers more than `limit` deep (walked without recursion)."""
-    level = [value]
-    for _ in range(limit):
-        level = [
-            child
-            for item in level
-            if isinstance(item, dict | list)
-            for child in (item.values() if isinstance(item, dict) else item)
-        ]
-        if not level:
-            return False
-    return any(isinstance(item, dict | list) for item in level)
-
-
-def params_problem(params: Any) -> str | None:
-    """Why an intent's stored params cannot be rendered, or None when they can."""
-    if params is None or isinstance(params, dict):
-        return None
-    if isinstance(params, UnreadableJSON):
-        return f"params unreadable: {params.problem}"
-    return f"params must be a JSON object, found {_json_kind(params)}"
-
-
-def _json_kind(value: Any) -> str:
-    kinds = {list: "an array", str: "a string", bool: "true/false", int: "a number"}
-    return kinds.get(type(value), "a number" if isinstance(value, float) else "another value")

@@ -128,20 +128,3 @@ def count_by_cause(duplicates: list[PossibleDuplicate]) -> dict[str, int]:
     for duplicate in duplicates:
         counts[duplicate.cause] += 1
     return counts
-
-
-_EXPLAINED = {
-    AUTOMATIC_RESEND: "resent by the worker after an attempt of unknown outcome",
-    OPERATOR_RESEND: "resent by an operator after an attempt of unknown outcome",
-    SECOND_DELIVERY: "the provider reports a second delivery of this Message-ID",
-}
-
-
-def timeline_fact(duplicate: PossibleDuplicate) -> tuple[str, list[tuple[str, object]]]:
-    """The title and facts of an intent's timeline entry for `duplicate`."""
-    facts = [
-        ("why", _EXPLAINED[duplicate.cause]),
-        ("attempt", duplicate.attempt_number),
-        ("provider event", duplicate.provider_event_id),
-    ]
-    return "Possible duplicate: may have reached the recipient twice", facts

@@ -1,56 +1,48 @@
-"""An erasure request: one address forgotten in the caller's transaction, and on SQLite its bytes.
+"""An erasure request: every row about one address deleted, or its address replaced by a hash.
 
-What ``forget`` deletes or hashes, and, on SQLite, the deleted bytes overwritten and the WAL
-emptied once the transaction commits.
+``preview`` says what ``forget`` would do; ``forget`` does it in the caller's transaction (never
+commits), so the erasure happens entirely or not at all:
+
+- every finished intent to the address goes, with its attempts and provider events; an unfinished
+  one (pending, sending, ambiguous) refuses the erasure, naming it, unless ``cancel`` cancels it
+  first;
+- provider events naming the address (recipient, diagnostic, payload) go;
+- finished intents to other people whose params quote the address lose their params;
+- audit entries, suppression notes and hold reasons name it by its keyed hash;
+- failed-login counts of a username naming it go;
+- a suppression of the address stays as the keyed hash only;
+- the erasure is audited: who, when, the reason, the hash — never the address.
+
+"Naming" and "quoting" find the address in any letter case, plain, URL-encoded or JSON-escaped
+(``console.store.retention``). On SQLite the deleted bytes are zeroed and, once the caller
+commits, the WAL is emptied (``console.store.erased_bytes``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import logging
 
-from sqlalchemy import Engine, delete, event, func, null, or_, select, update
-from sqlalchemy.orm import Session, scoped_session
+from sqlalchemy import delete, func, null, or_, select, update
+from sqlalchemy.orm import Session
 
 from console.core.address_hash import address_hash
-from console.core.plurals import plural
 from console.models import AuditEntry, Intent, ProviderEvent, Suppression, utcnow
 from console.store.actions import ActionRefused, StaleAction, required_reason
-from console.store.audit import audit_values, write_audit
-from console.store.retention import (
+from console.store.address_redaction import (
     audit_naming,
-    delete_finished_intents,
-    forget_login_failures,
     mentions,
     redact_audit_entries,
     redact_hold_reasons,
     redact_suppression_notes,
     replace_forms,
 )
+from console.store.audit import audit_values, write_audit
+from console.store.erased_bytes import wipe_when_committed
+from console.store.login_failures import forget_login_failures
+from console.store.retention import delete_finished_intents
 from console.store.suppressions import normalized_address
 from console.vocabulary import CANCELLED, TERMINAL_STATUSES
-
-# Erasure -----------------------------------------------------------------------------------------
-#
-# An erasure request: every row about one address deleted, or its address replaced by a hash.
-#
-# ``preview`` says what ``forget`` would do; ``forget`` does it in the caller's transaction (never
-# commits), so the erasure happens entirely or not at all:
-#
-# - every finished intent to the address goes, with its attempts and provider events; an unfinished
-#   one (pending, sending, ambiguous) refuses the erasure, naming it, unless ``cancel`` cancels it
-#   first;
-# - provider events naming the address (recipient, diagnostic, payload) go;
-# - finished intents to other people whose params quote the address lose their params;
-# - audit entries, suppression notes and hold reasons name it by its keyed hash;
-# - failed-login counts of a username naming it go;
-# - a suppression of the address stays as the keyed hash only;
-# - the erasure is audited: who, when, the reason, the hash — never the address.
-#
-# "Naming" and "quoting" find the address in any letter case, plain, URL-encoded or JSON-escaped
-# (``console.store.retention``). On SQLite the deleted bytes are zeroed and, once the caller
-# commits, the WAL is emptied (below).
 
 ERASE_ACTION = "forget"
 CANCELLED_REASON = "cancelled for an erasure request"
@@ -247,55 +239,3 @@ def forget(
     )
     write_audit(session, [entry])
     return report
-
-
-def summary(report: ErasureReport) -> str:
-    """One paragraph saying what an erasure did, naming the address by its hash only."""
-    intents = plural(report.intents_deleted, "intent")
-    events = plural(report.events_deleted, "provider event")
-    entries = plural(report.audit_entries, "audit entry", "audit entries")
-    name = "names" if report.audit_entries == 1 else "name"
-    lines = [
-        f"forgot {report.token}: deleted {intents} ({report.cancelled} cancelled first) "
-        f"and {events}; {entries} now {name} {report.token}",
-        f"suppression kept as {report.token}" if report.suppression_kept else "not suppressed",
-    ]
-    if report.params_scrubbed:
-        scrubbed = plural(report.params_scrubbed, "intent")
-        lines.append(f"params scrubbed from {scrubbed} to other people")
-    if report.unsent_elsewhere:
-        named = ", ".join(str(i) for i in report.unsent_elsewhere[:LISTED])
-        lines.append(f"unsent intents to other people still quote the address: {named}")
-    return "\n".join(lines)
-
-
-# Erased bytes (SQLite) ---------------------------------------------------------------------------
-#
-# SQLite keeps what a transaction deleted: in the free space of its pages and in the WAL.
-#
-# An erasure therefore turns on ``secure_delete`` for its connection (what it deletes or rewrites
-# is overwritten with zeros) and, once its transaction commits, checkpoints the WAL with TRUNCATE:
-# the pages as they were go from the ``-wal`` file, which is left empty. PostgreSQL needs neither:
-# nothing here runs there.
-
-log = logging.getLogger(__name__)
-
-
-def wipe_when_committed(session: Session | scoped_session) -> None:
-    """On SQLite, zero what `session` deletes from now on; empty the WAL after its commit."""
-    connection = session.connection()
-    if connection.dialect.name != "sqlite":
-        return
-    connection.exec_driver_sql("PRAGMA secure_delete = ON")  # this connection, from now on
-    engine = connection.engine
-    own = session.registry() if isinstance(session, scoped_session) else session
-    event.listen(own, "after_commit", lambda _: checkpoint_wal(engine), once=True)
-
-
-def checkpoint_wal(engine: Engine) -> bool:
-    """Copy the WAL into the database file and truncate it; False if a reader held it."""
-    with engine.connect() as connection:
-        busy = connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").first()[0]
-    if busy:
-        log.warning("the WAL could not be emptied yet: a reader holds it; the next checkpoint will")
-    return not busy

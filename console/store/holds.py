@@ -80,9 +80,6 @@ def selector_of(hold: IntentHold) -> Selector:
     return Selector(hold.kind, hold.value, hold.template_version)
 
 
-# -- what the claim skips ------------------------------------------------------------------
-
-
 def _in_force(now: dt.datetime):
     return and_(HOLD.released_at.is_(None), or_(HOLD.until.is_(None), HOLD.until > now))
 
@@ -122,9 +119,6 @@ def _matching(selector: Selector):
             clause = and_(clause, INTENT.template_version == selector.version)
         return clause
     return func.lower(INTENT.recipient).like(f"%@{selector.value}")
-
-
-# -- placing, listing, releasing -----------------------------------------------------------
 
 
 def active_hold(session: Session, selector: Selector, now: dt.datetime) -> IntentHold | None:

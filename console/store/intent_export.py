@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from console.models import Intent, utcnow
 from console.store import delivery_facts
-from console.store.database import UnreadableJSON
 from console.store.intent_search import SearchFilters, search_intents
+from console.store.json_values import UnreadableJSON
 
 BATCH_SIZE = 500  # intents read per page
 # the intent's own columns every export carries, in this order

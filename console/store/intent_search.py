@@ -1,5 +1,12 @@
 """Finding intents: the console's search (its filters and the keyset walk of the prefix
 indexes) and the export that walks the same pages. Reads only.
+
+A search asks for text in the search box and the status, lane, template and age filters. It
+walks one keyset page at a time, each lookup served by an index. Without text, the list is
+newest first. With text in the search box, the exact lookups (recipient, Message-ID, provider
+id, #id) come first, newest first; then the intents whose event or key starts with the text, in
+key order (``console.store.prefix_search``), so a business event's own mail leads its longer
+namesakes and a broad prefix costs no more than a narrow one.
 """
 
 from __future__ import annotations
@@ -29,10 +36,6 @@ from console.store import delivery_facts
 from console.store.prefix_search import PREFIX_COLUMNS, PrefixPosition, prefix_rows, sort_value
 from console.store.statements import PAGE_SIZE, dialect_of, prefix_match
 from console.vocabulary import LANES, STATUSES
-
-# Search filters ----------------------------------------------------------------------------------
-#
-# What a search asks for: the search box, the status, lane, template and age filters.
 
 # name -> (label, youngest age in seconds, oldest age in seconds or None)
 AGE_BUCKETS: dict[str, tuple[str, int, int | None]] = {
@@ -142,16 +145,6 @@ def age_conditions(age: str, now: dt.datetime) -> list[ColumnElement[bool]]:
     if oldest_seconds is not None:
         conditions.append(Intent.created_at > now - dt.timedelta(seconds=oldest_seconds))
     return conditions
-
-
-# Search ------------------------------------------------------------------------------------------
-#
-# Search intents one keyset page at a time, each lookup served by an index.
-#
-# Without text, the list is newest first. With text in the search box, the exact lookups
-# (recipient, Message-ID, provider id, #id) come first, newest first; then the intents whose event
-# or key starts with the text, in key order (the prefix search above), so a business event's own
-# mail leads its longer namesakes and a broad prefix costs no more than a narrow one.
 
 
 @dataclasses.dataclass(frozen=True)

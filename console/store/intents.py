@@ -3,7 +3,14 @@
 Every read and write of ``email_intent`` outside the send loop, the operators' actions and
 the search (``intent_search``): the one statement ``enqueue`` runs, the lookup a repeated
 enqueue returns, the cancellation ``outbox.supersede`` runs, the last attempt of each intent
-on a page, and the timeline of one intent. None of them commits.
+on a page, and everything that happened to one intent (its page words it as a timeline,
+``console.web.intent_story``). None of them commits.
+
+The one statement that stores a new intent is idempotent, suppression-aware and wakes workers:
+``INSERT ... SELECT ... ON CONFLICT (idempotency_key) DO NOTHING RETURNING`` decides the status
+from the suppression list inside the same statement, so an enqueue is one round trip. On
+PostgreSQL the statement also calls ``pg_notify``: the notification is delivered only when the
+business transaction commits.
 """
 
 from __future__ import annotations
@@ -29,18 +36,9 @@ from sqlalchemy.orm import Session, make_transient_to_detached
 from sqlalchemy.sql import Executable
 
 from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppression
-from console.store.duplicate_sends import possible_duplicates_of, timeline_fact
+from console.store.duplicate_sends import PossibleDuplicate, possible_duplicates_of
 from console.store.suppressions import recipient_forms
 from console.vocabulary import CANCELLED, DEAD, FAILED, PENDING, SUPPRESSED
-
-# Insert ------------------------------------------------------------------------------------------
-#
-# The one statement that stores a new intent: idempotent, suppression-aware, waking workers.
-#
-# ``INSERT ... SELECT ... ON CONFLICT (idempotency_key) DO NOTHING RETURNING`` decides the status
-# from the suppression list inside the same statement, so an enqueue is one round trip. On
-# PostgreSQL the statement also calls ``pg_notify``: the notification is delivered only when the
-# business transaction commits.
 
 NOTIFY_CHANNEL = "console_outbox"  # PostgreSQL LISTEN/NOTIFY channel of due mail
 SUPPRESSED_REASON = "recipient is on the suppression list"
@@ -105,20 +103,11 @@ def _all_columns(values: dict[str, Any]) -> dict[str, Any]:
             "status_reason")}  # fmt: skip
 
 
-# Lookup by key -----------------------------------------------------------------------------------
-#
-# Read one intent by its idempotency key: the row a repeated enqueue returns.
-
-
 def intent_by_key(session: Session, key: str) -> Intent | None:
     """Return the intent holding idempotency key `key`, or None."""
     query = select(Intent).where(Intent.idempotency_key == key)
     return session.execute(query).scalar_one_or_none()
 
-
-# Supersede ---------------------------------------------------------------------------------------
-#
-# Cancel an intent not sent yet, by its key: the statement ``outbox.supersede`` runs.
 
 # Not sent, and nobody is sending it: waiting, or stopped where an operator might requeue it.
 SUPERSEDABLE_STATUSES = (PENDING, FAILED, DEAD)
@@ -138,11 +127,6 @@ def cancel_unsent(session: Session, key: str, reason: str, now: dt.datetime) -> 
         .execution_options(synchronize_session="fetch")
     )
     return session.execute(statement).first() is not None
-
-
-# Last attempts -----------------------------------------------------------------------------------
-#
-# The last attempt of each intent on a page of results: its outcome, code and reply.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,31 +162,20 @@ def attempt_number(session: Session, attempt_id: int) -> int | None:
     return session.scalar(select(Attempt.attempt_number).where(Attempt.id == attempt_id))
 
 
-# Timeline ----------------------------------------------------------------------------------------
-#
-# One intent's story in time order: its event, attempts, provider events, operator actions.
-
-
 @dataclasses.dataclass(frozen=True)
-class TimelineEntry:
-    at: dt.datetime
-    kind: str  # created | attempt | provider_event | suppression | operator | duplicate
-    title: str
-    facts: list[tuple[str, Any]]  # label -> value, only the present ones
-    actor: str | None = None
-    event_id: int | None = None  # a provider event's own page
+class IntentStory:
+    """One intent and everything that happened to it, each kind in its own order."""
 
-
-@dataclasses.dataclass(frozen=True)
-class IntentDetail:
     intent: Intent
-    timeline: list[TimelineEntry]
-    suppression: Suppression | None
-    attempt_count: int
+    suppression: Suppression | None  # its recipient's entry on the suppression list
+    attempts: list[Attempt]  # by id
+    events: list[ProviderEvent]  # the provider events matched to it
+    actions: list[AuditEntry]  # by id
+    duplicates: list[PossibleDuplicate]  # by time
 
 
-def intent_detail(session: Session, intent_id: int) -> IntentDetail | None:
-    """Return the intent and its whole story in time order, or None when unknown."""
+def intent_story(session: Session, intent_id: int) -> IntentStory | None:
+    """Return the intent with its attempts, provider events, audit entries and suppression."""
     intent = session.get(Intent, intent_id)
     if intent is None:
         return None
@@ -218,99 +191,11 @@ def intent_detail(session: Session, intent_id: int) -> IntentDetail | None:
     actions = session.execute(
         select(AuditEntry).where(AuditEntry.intent_id == intent_id).order_by(AuditEntry.id)
     ).scalars()
-    timeline = [_created_entry(intent)]
-    attempt_entries = [_attempt_entry(attempt) for attempt in attempts]
-    timeline += attempt_entries
-    timeline += [_provider_event_entry(event) for event in events]
-    timeline += [_operator_entry(entry) for entry in actions]
-    timeline += _suppression_entries(intent, suppression)
-    timeline += [_duplicate_entry(d) for d in possible_duplicates_of(session, intent_id)]
-    timeline.sort(key=lambda entry: entry.at)
-    return IntentDetail(intent, timeline, suppression, len(attempt_entries))
-
-
-def _facts(*pairs: tuple[str, Any]) -> list[tuple[str, Any]]:
-    return [(label, value) for label, value in pairs if value not in (None, "")]
-
-
-def _created_entry(intent: Intent) -> TimelineEntry:
-    title = f"Business event {intent.event}" if intent.event else "Enqueued"
-    facts = _facts(
-        ("key", intent.idempotency_key),
-        ("template", f"{intent.template}@{intent.template_version}"),
-        ("lane", intent.lane),
-        ("purpose", intent.purpose),
-        ("expires", intent.expires_at),
+    return IntentStory(
+        intent,
+        suppression,
+        list(attempts),
+        list(events),
+        list(actions),
+        possible_duplicates_of(session, intent_id),
     )
-    return TimelineEntry(intent.created_at, "created", title, facts)
-
-
-def _attempt_entry(attempt: Attempt) -> TimelineEntry:
-    outcome = attempt.outcome or f"in progress ({attempt.stage})"
-    facts = _facts(
-        ("code", attempt.reply_code),
-        ("enhanced status", attempt.enhanced_status),
-        ("reply", attempt.reply_text),
-        ("error", attempt.error),
-        ("provider id", attempt.provider_message_id),
-        ("stage reached", attempt.stage),
-        ("duration", f"{attempt.duration_ms} ms" if attempt.duration_ms is not None else None),
-        ("worker", attempt.worker_id),
-    )
-    title = f"Attempt {attempt.attempt_number}: {outcome}"
-    return TimelineEntry(attempt.started_at, "attempt", title, facts, actor=attempt.worker_id)
-
-
-def _provider_event_entry(event: ProviderEvent) -> TimelineEntry:
-    kind = f"{event.event_type} ({event.bounce_type})" if event.bounce_type else event.event_type
-    facts = _facts(
-        ("source", event.source),
-        ("recipient", event.recipient),
-        ("diagnostic", event.diagnostic),
-        ("provider id", event.provider_message_id),
-        ("received", event.received_at),
-    )
-    at = event.occurred_at or event.received_at
-    title = f"Provider: {kind}"
-    return TimelineEntry(at, "provider_event", title, facts, actor=event.source, event_id=event.id)
-
-
-def _operator_entry(entry: AuditEntry) -> TimelineEntry:
-    change = (
-        f"{entry.before_status} → {entry.after_status}"
-        if entry.before_status != entry.after_status
-        else None
-    )
-    details = entry.details or {}
-    facts = _facts(
-        ("status", change),
-        ("reason", entry.reason),
-        *((str(key).replace("_", " "), value) for key, value in sorted(details.items())),
-    )
-    title = f"Operator: {entry.action.replace('_', ' ')}"
-    return TimelineEntry(entry.created_at, "operator", title, facts, actor=entry.actor)
-
-
-def _suppression_entries(intent: Intent, suppression: Suppression | None) -> list[TimelineEntry]:
-    entries = []
-    if suppression is not None:
-        facts = _facts(("reason", suppression.reason), ("note", suppression.note))
-        entries.append(
-            TimelineEntry(
-                suppression.created_at,
-                "suppression",
-                f"Recipient {suppression.recipient} suppressed",
-                facts,
-                actor=suppression.created_by,
-            )
-        )
-    if intent.status == "suppressed":
-        at = intent.updated_at or intent.created_at
-        facts = _facts(("reason", intent.status_reason))
-        entries.append(TimelineEntry(at, "suppression", "Held back: suppressed", facts))
-    return entries
-
-
-def _duplicate_entry(duplicate) -> TimelineEntry:
-    title, facts = timeline_fact(duplicate)
-    return TimelineEntry(duplicate.at, "duplicate", title, _facts(*facts))

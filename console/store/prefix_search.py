@@ -1,5 +1,14 @@
 """Event and key prefixes in key order, for the search box: a keyset walk of the two prefix
 indexes. Reads only.
+
+A prefix may match a handful of intents or a tenth of the table, recent or weeks old. Each
+column's index is walked from the page position and the walk stops after one page, so a page
+costs the same whichever: no match is ever sorted.
+
+Rows come in the order of their *sort value* — the smaller of the event and the idempotency key
+among those that start with the prefix — then of their id. The walk of one column yields, in that
+column's order, the rows whose sort value is past the position; a row both walks find is placed
+by its smaller value. The first rows of the two walks, merged, are therefore the page.
 """
 
 from __future__ import annotations
@@ -14,19 +23,6 @@ from console.models import Intent
 from console.store.statements import prefix_match
 
 PREFIX_COLUMNS = (Intent.event, Intent.idempotency_key)
-
-# Prefix search -----------------------------------------------------------------------------------
-#
-# Event and key prefixes in key order: a keyset walk of the two prefix indexes.
-#
-# A prefix may match a handful of intents or a tenth of the table, recent or weeks old. Each
-# column's index is walked from the page position and the walk stops after one page, so a page
-# costs the same whichever: no match is ever sorted.
-#
-# Rows come in the order of their *sort value* — the smaller of the event and the idempotency key
-# among those that start with the prefix — then of their id. The walk of one column yields, in that
-# column's order, the rows whose sort value is past the position; a row both walks find is placed
-# by its smaller value. The first rows of the two walks, merged, are therefore the page.
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from console.core.asking import Question
 from console.models import Attempt, Intent, ProviderEvent
 from console.store.actions import ActionRefused, StaleAction
-from console.store.events import NOT_FOUND_EVENT
+from console.store.provider_lookups import NOT_FOUND_EVENT
 from console.vocabulary import AMBIGUOUS
 
 

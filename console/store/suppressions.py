@@ -1,4 +1,13 @@
-"""The suppression list: whether an address is on it, and adding and removing addresses."""
+"""The suppression list: whether an address is on it, and adding and removing addresses.
+
+An erasure (``console forget``) keeps a suppressed address only as its keyed hash
+(``console.core.address_hash``), so every check compares both forms. The key is this process's
+secret key, set once at start-up with ``use_address_key`` (the console does so in
+``console.outbox.configure``). Without a key only the address itself is compared: an application
+that enqueues without CONSOLE_SECRET_KEY leaves the hashed form to the worker's checks before
+each send. Adding and removing an address by hand is audited, and so is releasing what a removed
+suppression held back. The relay's refusals and the provider's events add addresses too.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +16,7 @@ import datetime as dt
 import functools
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, select
+from sqlalchemy import Connection, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from console.core.address_hash import address_hash
@@ -22,17 +31,6 @@ from console.store.actions import (
 from console.store.audit import audit_values, write_audit
 from console.store.statements import PAGE_SIZE, dialect_of, insert_for, prefix_match
 from console.vocabulary import SUPPRESSED
-
-# Lookup ------------------------------------------------------------------------------------------
-#
-# Read whether an address is on the suppression list, as itself or as its keyed hash.
-#
-# An erasure (``console forget``) keeps a suppressed address only as its keyed hash
-# (``console.core.address_hash``), so every check compares both forms. The key is this process's
-# secret key, set once at start-up with ``use_address_key`` (the console does so in
-# ``console.outbox.configure``). Without a key only the address itself is compared: an application
-# that enqueues without CONSOLE_SECRET_KEY leaves the hashed form to the worker's checks before
-# each send.
 
 _address_key = ""
 
@@ -74,11 +72,6 @@ def is_suppressed_now(connection: Connection, recipient: str) -> bool:
     found = connection.execute(query).first() is not None
     connection.commit()
     return found
-
-
-# The list ----------------------------------------------------------------------------------------
-#
-# The suppression list: add and remove addresses (audited), release what they held back.
 
 
 def normalized_address(raw: str) -> str:
@@ -243,3 +236,37 @@ def suppress_refused_mailbox(
         .returning(Suppression.id)
     )
     return connection.execute(statement).first() is not None
+
+
+def suppress_for_event(
+    session: Session,
+    *,
+    recipient: str,
+    reason: str,
+    note: str | None,
+    event_id: int,
+    actor: str,
+    now: dt.datetime,
+) -> None:
+    """Upsert `recipient`'s suppression naming provider event `event_id`.
+
+    A complaint outranks an earlier bounce. Never commits.
+    """
+    session.execute(
+        insert_for(dialect_of(session))(Suppression)
+        .values(
+            recipient=recipient,
+            reason=reason,
+            note=note,
+            source_event_id=event_id,
+            created_by=actor,
+            created_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=["recipient"])
+    )
+    if reason == "complaint":
+        session.execute(
+            update(Suppression)
+            .where(Suppression.recipient == recipient, Suppression.reason == "bounce")
+            .values(reason="complaint", source_event_id=event_id, note=note)
+        )

@@ -15,19 +15,14 @@ from console.ops.metrics.delivery_figures import DashboardFigures
 from console.ops.metrics.send_budget_figures import budget_figures, quota_notices
 from console.state_tables import AlertState
 from console.store import alerts, holds, intent_search, send_budget
+from console.store.dashboard_queries import SUBMITTED_WINDOW_HOURS, ChartBar
 from console.store.delivery_facts import COMPLAINED, HARD_BOUNCED
-from console.store.figures import (
-    SUBMITTED_WINDOW_HOURS,
-    ChartBar,
-    Dashboard,
-    WorkerRow,
-    dashboard,
-    recent_workers,
-)
+from console.store.heartbeats import WorkerRow, recent_workers
 from console.store.send_guards import active_deferrals, read_breakers
 from console.vocabulary import CLOSED, STATUSES
 from console.web import alert_words, display
 from console.web.auth import role_required
+from console.web.dashboard_figures import Dashboard, dashboard
 from console.web.display import format_age, format_timestamp, plural, readable_text
 from console.web.extensions import current_settings, db
 from console.web.holds import hold_until_words, holds_in_force

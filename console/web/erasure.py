@@ -17,7 +17,7 @@ from flask_login import current_user
 from console.store import actions, erasure, suppressions
 from console.store.suppressions import is_suppressed
 from console.vocabulary import ADMIN
-from console.web import forms
+from console.web import erasure_words, forms
 from console.web.auth import role_required
 from console.web.display import join_sentences
 from console.web.extensions import db
@@ -96,7 +96,7 @@ def forget():
             exc, "Not erased", lambda error: _stale(form, error), "erasure.index"
         )
     session.pop(_TYPED, None)
-    first, *rest = erasure.summary(report).splitlines()
+    first, *rest = erasure_words.summary(report).splitlines()
     return forms.done(join_sentences(f"The erasure {first}", *rest), "erasure.index")
 
 

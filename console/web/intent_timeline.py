@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from console.store.intents import IntentDetail, TimelineEntry
+from console.web.intent_story import IntentDetail, TimelineEntry
 
 
 def timeline_now(detail: IntentDetail) -> list[TimelineEntry]:

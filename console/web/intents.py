@@ -12,9 +12,17 @@ from console.mail.render import build_message
 from console.mail.template_settings import TemplateError
 from console.models import utcnow
 from console.ops.jobs import ask_now, provider_asking
-from console.store import actions, delivery_facts, intent_actions, intent_search, intents
+from console.store import (
+    actions,
+    bulk_confirmations,
+    delivery_facts,
+    intent_actions,
+    intent_search,
+    reconciliation,
+    suppressions,
+)
 from console.store import intents as attempt_lookup
-from console.store.database import params_problem
+from console.store.json_values import params_problem
 from console.store.send_budget import RATE_WINDOWS
 from console.vocabulary import (
     AMBIGUOUS,
@@ -25,7 +33,9 @@ from console.vocabulary import (
     VIEWER,
 )
 from console.web import (
+    action_words,
     forms,
+    intent_story,
     intent_timeline,
     intent_waits,
     intents_bulk,
@@ -77,15 +87,15 @@ def search():
         ages=intent_search.SEARCH_AGES,
         facts=FACT_FILTER_WORDS,
         fact_windows=RATE_WINDOWS,
-        preview_id=intent_actions.new_preview_id(),
+        preview_id=bulk_confirmations.new_preview_id(),
     )
     if request.htmx and not error:
         return render_template("intents/_rows.html", **context)
     return render_template("intents/search.html", **context), 400 if error else 200
 
 
-def _detail_or_404(intent_id: int) -> intents.IntentDetail:
-    detail = intents.intent_detail(db.session, intent_id)
+def _detail_or_404(intent_id: int) -> intent_story.IntentDetail:
+    detail = intent_story.intent_detail(db.session, intent_id)
     if detail is None:
         abort(404, description=f"There is no intent {intent_id}.")
     return detail
@@ -112,9 +122,8 @@ def _render_detail(intent_id: int, status_code: int = 200, **extra):
         now=now,
     )
     if context["can_act"] and context["requeueable"]:
-        context["suppression_warning"] = intent_actions.suppression_warning(
-            db.session, intent.recipient
-        )
+        if suppressions.is_suppressed(db.session, intent.recipient):
+            context["suppression_warning"] = action_words.suppression_warning(intent.recipient)
     context.update(extra)
     return render_template("intents/detail.html", **context), status_code
 
@@ -229,13 +238,15 @@ def _message_parts(message) -> dict[str, str | None]:
     }
 
 
-def _finish_action(intent_id: int, result: actions.ActionResult, message: str):
+def _finish_action(
+    intent_id: int, result: actions.ActionResult, message: str, warning: str | None = None
+):
     db.session.commit()
     if result.wakes_worker:
         wakeup.notify()
     flash(message, "success")
-    if result.warning:
-        flash(result.warning, "warning")
+    if warning:
+        flash(warning, "warning")
     return forms.redirect_to("intents.detail", intent_id=intent_id)
 
 
@@ -268,14 +279,20 @@ def requeue(intent_id: int):
     try:
         intent = _refuse_a_requeue_too_late(intent_id)
         more = intent_actions.more_attempts_from(request.form.get("more_attempts"), cap)
+        max_age_seconds = _template_max_age(intent.template)
         result = intent_actions.requeue(
             db.session, intent_id, more_attempts=more, attempt_cap=cap,
-            max_age_seconds=_template_max_age(intent.template), **_action_arguments(),
+            max_age_seconds=max_age_seconds, **_action_arguments(),
         )  # fmt: skip
     except actions.ActionRefused as exc:
         return _refused(intent_id, exc)
     given = f", with {plural(more, 'more attempt')}" if more else ""
-    return _finish_action(intent_id, result, f"Requeued: {result.before_status} → pending{given}.")
+    warning = action_words.requeue_warning(
+        result, recipient=intent.recipient, template=intent.template,
+        max_age_seconds=max_age_seconds,
+    )  # fmt: skip
+    message = f"Requeued: {result.before_status} → pending{given}."
+    return _finish_action(intent_id, result, message, warning)
 
 
 def _refuse_a_requeue_too_late(intent_id: int):
@@ -312,7 +329,7 @@ _RECONCILED = {
 def reconcile(intent_id: int):
     resolution = request.form.get("resolution", "")
     try:
-        result = intent_actions.reconcile(
+        result = reconciliation.reconcile(
             db.session,
             intent_id,
             resolution=resolution,

@@ -14,10 +14,10 @@ from flask_login import current_user
 from console import wakeup
 from console.core.whole_numbers import whole_number
 from console.models import utcnow
-from console.store import actions, intent_actions
+from console.store import actions, bulk_actions, bulk_confirmations
 from console.store.intent_search import InvalidFilter, SearchFilters
 from console.vocabulary import OPERATOR
-from console.web import forms, security
+from console.web import action_words, forms, security
 from console.web.auth import role_required
 from console.web.display import plural
 from console.web.extensions import current_settings, db
@@ -39,14 +39,16 @@ def bulk_preview():
     instead of a new confirmation.
     """
     action = request.args.get("action", "")
-    preview_id = request.args.get("preview") or intent_actions.new_preview_id()
-    if action not in intent_actions.BULK_ACTIONS or not intent_actions.valid_preview_id(preview_id):
+    preview_id = request.args.get("preview") or bulk_confirmations.new_preview_id()
+    if action not in bulk_actions.BULK_ACTIONS or not bulk_confirmations.valid_preview_id(
+        preview_id
+    ):
         abort(400, description="The link does not name a bulk action and its preview.")
     try:
         filters = SearchFilters.from_args(request.args)
     except InvalidFilter as exc:
         abort(400, description=str(exc))
-    used = intent_actions.confirmation_of(
+    used = bulk_confirmations.confirmation_of(
         db.session, preview_id, action, since=utcnow() - BULK_USE_LOOKBACK
     )
     if used is not None:
@@ -59,7 +61,7 @@ def _render_bulk(
     filters: SearchFilters,
     *,
     preview_id: str | None = None,
-    confirmation: intent_actions.BulkConfirmation | None = None,
+    confirmation: bulk_confirmations.BulkConfirmation | None = None,
     error: str | None = None,
     status_code: int = 200,
 ):
@@ -69,11 +71,13 @@ def _render_bulk(
                    max_attempts=current_settings().max_attempts)  # fmt: skip
     if request.method == "POST":  # a 409: the page stands for its GET address
         forms.stands_for(_preview_endpoint, **_preview_args(action, filters, preview_id))
-    if confirmation is None:
-        preview = intent_actions.preview_bulk(db.session, filters, action)
+    if confirmation is not None:
+        context["confirmation_summary"] = action_words.confirmation_summary(confirmation)
+    else:
+        preview = bulk_actions.preview_bulk(db.session, filters, action)
         token = security.signed_token(
             {
-                "preview": preview_id or intent_actions.new_preview_id(),
+                "preview": preview_id or bulk_confirmations.new_preview_id(),
                 "action": action,
                 "filters": filters.as_args(),
                 "max_id": preview.max_id,
@@ -82,10 +86,11 @@ def _render_bulk(
             },
             BULK_TOKEN_PURPOSE,
         )
-        targets = intent_actions.first_targets(
+        targets = bulk_actions.first_targets(
             db.session, filters, action, max_id=preview.max_id, at=preview.previewed_at
         )
-        context.update(preview=preview, token=token, targets=targets)
+        summary = action_words.bulk_summary(preview)
+        context.update(preview=preview, summary=summary, token=token, targets=targets)
     return render_template("intents/bulk.html", **context), status_code
 
 
@@ -121,14 +126,14 @@ def bulk_apply():
     # intents unchanged since `previewed_at`, so the same one twice acts once.
     action = request.form.get("action", "")
     max_id = whole_number(request.form.get("max_id"))
-    if action not in intent_actions.BULK_ACTIONS or max_id is None:
+    if action not in bulk_actions.BULK_ACTIONS or max_id is None:
         abort(400, description="The confirmation does not name an action and its preview.")
     try:
         filters = SearchFilters.from_args(request.form)
     except InvalidFilter as exc:
         abort(400, description=str(exc))
     try:
-        acted = intent_actions.apply_bulk(
+        acted = bulk_actions.apply_bulk(
             db.session,
             filters,
             action,
@@ -153,7 +158,7 @@ def _confirm_preview(token: str):
         previewed_at = dt.datetime.fromisoformat(signed["previewed_at"])
     except security.TokenRefused as exc:
         action = request.form.get("action", "")
-        if action not in intent_actions.BULK_ACTIONS:
+        if action not in bulk_actions.BULK_ACTIONS:
             abort(400, description=f"The confirmation's preview is {exc}.")
         try:
             filters = SearchFilters.from_args(request.form)
@@ -161,13 +166,13 @@ def _confirm_preview(token: str):
             abort(400, description=str(invalid))
         message = f"This confirmation's preview is {exc}: nothing was done. Here is a new one."
         return _render_bulk(action, filters, error=message, status_code=409)
-    used = intent_actions.confirmation_of(db.session, preview_id, action, since=previewed_at)
+    used = bulk_confirmations.confirmation_of(db.session, preview_id, action, since=previewed_at)
     if used is not None:
         return _render_bulk(
             action, filters, preview_id=preview_id, confirmation=used, status_code=409
         )
     try:
-        acted = intent_actions.apply_bulk(
+        acted = bulk_actions.apply_bulk(
             db.session,
             filters,
             action,
@@ -180,7 +185,9 @@ def _confirm_preview(token: str):
     except actions.ActionRefused as exc:
         return _refused(action, filters, preview_id, exc)
     if acted == 0:  # a twin of this confirmation may have acted a moment before
-        used = intent_actions.confirmation_of(db.session, preview_id, action, since=previewed_at)
+        used = bulk_confirmations.confirmation_of(
+            db.session, preview_id, action, since=previewed_at
+        )
         if used is not None:
             db.session.rollback()
             return _render_bulk(

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from console.models import utcnow
 from console.ops.metrics import prometheus
 from console.ops.metrics.send_budget_figures import register_collector
-from console.store import figures
+from console.store import heartbeats
 from console.web.extensions import current_settings, db
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ def _database_check() -> tuple[bool, Any]:
     """Return whether the database answers, and the age of the newest worker tick."""
     try:
         with Session(db.engine) as session:
-            last_tick_at = figures.last_worker_tick_at(session)
+            last_tick_at = heartbeats.last_worker_tick_at(session)
     except SQLAlchemyError as exc:
         log.warning("health check: database unreachable", extra={"error_type": type(exc).__name__})
         return False, None

@@ -1,6 +1,6 @@
 """Login throttling that an attacker cannot turn against the console's users.
 
-Failures are counted in the database (``store.accounts``), shared by every
+Failures are counted in the database (``store.login_failures``), shared by every
 process and kept across restarts, in two ways:
 
 - per (username, client address): the first ``free_failures`` cost nothing, each
@@ -22,8 +22,9 @@ from flask import current_app
 from sqlalchemy.orm import Session
 
 from console.models import utcnow
-from console.store import accounts
-from console.store.accounts import ANY_USER, username_key
+from console.store import login_failures
+from console.store.accounts import username_key
+from console.store.login_failures import ANY_USER
 
 EXTENSION = "console.login_throttle"
 
@@ -60,10 +61,10 @@ class LoginThrottle:
         now = self._clock()
         wait = 0.0
         key = username_key(username)
-        pair = None if key == ANY_USER else accounts.read_count(session, key, address)
+        pair = None if key == ANY_USER else login_failures.read_count(session, key, address)
         if pair is not None and pair.retry_at is not None:
             wait = max(wait, (pair.retry_at - now).total_seconds())
-        total = accounts.read_count(session, ANY_USER, address)
+        total = login_failures.read_count(session, ANY_USER, address)
         if total is not None and total.failures >= self.address_limit:
             window_ends = total.first_failure_at + self.address_window
             wait = max(wait, (window_ends - now).total_seconds())
@@ -79,27 +80,27 @@ class LoginThrottle:
         if key != ANY_USER:
             self._count_pair_failure(session, key, address, now)
         window = self.address_window
-        accounts.count_failure(
+        login_failures.count_failure(
             session, ANY_USER, address, now=now, forget_after=window, window=window
         )
-        accounts.forget_older_than(session, now - max(self.forget_after, self.address_window))
+        login_failures.forget_older_than(session, now - max(self.forget_after, self.address_window))
 
     def _count_pair_failure(
         self, session: Session, key: str, address: str, now: dt.datetime
     ) -> None:
-        pair = accounts.count_failure(
+        pair = login_failures.count_failure(
             session, key, address, now=now, forget_after=self.forget_after
         )
         delay = self.delay_after(pair.failures)
         if delay:
             retry_at = now + dt.timedelta(seconds=delay)
-            accounts.set_retry_at(session, key, address, retry_at)
+            login_failures.set_retry_at(session, key, address, retry_at)
 
     def record_success(self, session: Session, username: str, address: str) -> None:
         """Forget the failures of this pair; the address keeps its count (no commit)."""
         key = username_key(username)
         if key != ANY_USER:
-            accounts.forget(session, key, address)
+            login_failures.forget(session, key, address)
 
 
 def login_throttle() -> LoginThrottle:

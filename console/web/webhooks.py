@@ -8,7 +8,7 @@ they are exempt from CSRF; one whose secret is not configured answers 503.
 Each answers 2xx only after the transactions holding the events commit (a large
 batch in chunks of CHUNK_EVENTS, each idempotent); any failure before that
 answers 4xx/5xx and the provider delivers again, which stores nothing twice. A signed
-request whose key was already recorded (``console.store.events``, shared
+request whose key was already recorded (``console.store.webhook_replay_keys``, shared
 by every process) is refused with 409.
 
 No post/redirect/get here: these POSTs come from providers' servers, not from a
@@ -35,8 +35,8 @@ from console.events import (
     webhook,
 )
 from console.models import utcnow
-from console.store import events
-from console.store.events import RecordSummary, record_events
+from console.store import webhook_replay_keys
+from console.store.provider_events import RecordSummary, record_events
 from console.web.extensions import current_settings, db
 from console.web.security import csrf_exempt
 
@@ -113,7 +113,7 @@ REPLAY_STATUS = {mailgun.SOURCE: mailgun.NOT_ACCEPTABLE}
 
 def _claim_key(provider: str, key: str, window_seconds: float, now: dt.datetime) -> None:
     """Keep the key for twice the window (a time that far ahead is accepted too)."""
-    claimed = events.claim_replay_key(
+    claimed = webhook_replay_keys.claim_replay_key(
         db.session, source=provider, key=key, now=now, keep_seconds=2 * window_seconds
     )
     if not claimed:

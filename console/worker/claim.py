@@ -39,9 +39,9 @@ from console.config import Settings
 from console.core.lifecycle import Decision
 from console.core.token_bucket import BucketPolicy, DailyQuota, bulk_allowance
 from console.engine import Engine
-from console.store import claims, figures, send_budget
+from console.store import claims, heartbeats, send_budget
 from console.store.claims import Claim, ExpiredLease
-from console.store.events import match_unmatched_events
+from console.store.provider_events import match_unmatched_events
 from console.store.statements import DueIntent
 from console.vocabulary import CRITICAL, LANES
 from console.worker.decisions import SendDecisions, WorkerSettings
@@ -302,7 +302,7 @@ def housekeeping(
 
     In the caller's transaction (the caller commits); returns the leases taken back.
     """
-    figures.beat(
+    heartbeats.beat(
         session,
         worker_id=worker_id,
         host=socket.gethostname(),
@@ -328,7 +328,7 @@ def record_clean_stop(
     """
     try:
         with session_factory() as session:
-            figures.record_stop(session, worker_id=worker_id, now=now)
+            heartbeats.record_stop(session, worker_id=worker_id, now=now)
             session.commit()
     except SQLAlchemyError as error:
         log.warning(

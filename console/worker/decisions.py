@@ -48,7 +48,7 @@ from console.core.send_result import handed_over
 from console.mail.catalog import TemplateCatalog
 from console.mail.template_settings import TemplateError
 from console.store.claims import ExpiredLease
-from console.store.database import params_problem
+from console.store.json_values import params_problem
 from console.store.statements import DueIntent
 from console.vocabulary import PENDING, PERMANENT
 

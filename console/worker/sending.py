@@ -36,7 +36,7 @@ from console.mail.header_checks import UnsafeHeader, check_outgoing
 from console.mail.serialize import serialize_message
 from console.mail.template_settings import TemplateError
 from console.store.claims import Claim
-from console.store.database import params_problem
+from console.store.json_values import params_problem
 from console.transports.base import OutgoingEmail
 from console.vocabulary import CLAIMED, DATA_SENT, ENVELOPE
 

@@ -424,7 +424,7 @@ def worker_rss(bench: Bench, messages: int, warm_after: int) -> tuple[int, int, 
 def metrics_snapshot_ms(bench: Bench, rows: int, repeat: int) -> tuple[float, float]:
     """Median milliseconds of a full snapshot (every status counted) and of a refresh."""
     from console.ops.metrics.prometheus import read_snapshot
-    from console.store.figures import count_every_status
+    from console.store.queue_figures import count_every_status
     from tests.bench.bench_console import fill_postgresql
 
     url = bench.fresh_database()

@@ -10,7 +10,7 @@ from importlib import metadata
 import pytest
 from sqlalchemy.engine import make_url
 
-from console.store.database import head_revision
+from console.store.schema_check import head_revision
 from tests.support import pgcluster
 from tests.support.commands import CONSOLE_BIN
 

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from console.store.database import head_revision
+from console.store.schema_check import head_revision
 from tests.support.commands import CONSOLE_BIN
 from tests.support.pgcluster import create_database, free_port
 

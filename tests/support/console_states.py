@@ -20,7 +20,7 @@ from console.models import Attempt, AuditEntry, Intent, Suppression, utcnow
 from console.outbox import enqueue
 from console.state_tables import AlertState, DomainDeferral, LaneBreaker, WorkerHeartbeat
 from console.store import holds
-from console.store.events import record_events
+from console.store.provider_events import record_events
 
 ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}|\d{2}:\d{2}:\d{2}\.\d+|[+-]00:00\b")
 BARE_SECONDS = re.compile(r"\b(?:[6-9]\d|\d{3,})(?:\.\d+)? s\b")

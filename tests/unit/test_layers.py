@@ -42,7 +42,8 @@ LAYERS = (
 # transports.factory builds the transport the settings name
 MUTUAL = {"config": {"transports"}, "transports": {"config"}}
 # below the store in its row order, but never imported by it: the store holds no template
-APART = {"store": {"mail"}}
+# and reads no setting (its callers pass the values)
+APART = {"store": {"mail", "config"}}
 ROW = {layer: row for row, layers in enumerate(LAYERS) for layer in layers}
 
 
@@ -147,6 +148,17 @@ def test_no_layer_imports_its_row_or_one_above_it(layer):
 def test_no_module_imports_one_that_imports_it_back():
     found = [sorted(cycle) for cycle in cycles(import_graph(MODULES))]
     assert found == []
+
+
+def test_the_store_words_nothing_for_people():
+    """The store returns facts; the console and the commands put them in words."""
+    wording = {
+        str(path.relative_to(PACKAGE))
+        for path in MODULES.values()
+        if layer_of(path) == "store"
+        if "console.core.plurals" in path.read_text(encoding="utf-8")
+    }
+    assert wording == set()
 
 
 def test_the_rules_see_a_broken_import(tmp_path):

@@ -3,7 +3,7 @@
 from alembic.script import ScriptDirectory
 
 from console.paths import MIGRATIONS_DIR
-from console.store.database import SCHEMA_REVISION, head_revision, is_behind
+from console.store.schema_check import SCHEMA_REVISION, head_revision, is_behind
 
 
 def test_the_schema_revision_is_alembic_s_head():

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from console.config import Settings
 from console.events import ses
 from console.ops.alerts.condition import Condition
-from console.store import events
+from console.store import endpoint_reports as events
 
 SES_TOPIC_UNSUBSCRIBED = "ses_topic_unsubscribed"
 INBOUND_AT_EVENTS = "inbound_mail_at_events_endpoint"

@@ -20,7 +20,8 @@ from console.core.asking import FAILED, FOUND, HOLD_NOTED, RESEND_NOW
 from console.mail.catalog import TemplateCatalog
 from console.models import utcnow
 from console.ops.jobs.provider_asking import AskReport, apply_answer, decide, not_found_words
-from console.store import events, questions
+from console.store import provider_lookups as events
+from console.store import questions
 from console.transports.lookup_core import Finding, ProviderLookup
 
 

@@ -39,7 +39,8 @@ from console.mail.catalog import TemplateCatalog
 from console.mail.template_settings import TemplateError
 from console.models import utcnow
 from console.ops.alerts import lookups
-from console.store import events, questions
+from console.store import provider_lookups as events
+from console.store import questions
 from console.store.actions import ActionRefused
 from console.transports.lookup_core import Finding, LookupApi, ProviderLookup
 from console.vocabulary import HOLD

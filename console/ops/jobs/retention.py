@@ -30,7 +30,8 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session
 
 from console.models import utcnow
-from console.store import events, retention
+from console.store import retention
+from console.store import webhook_replay_keys as events
 
 log = logging.getLogger(__name__)
 

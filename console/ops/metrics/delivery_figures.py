@@ -31,7 +31,8 @@ from console.config import Settings
 from console.mail.catalog import TemplateCatalog, default_catalog
 from console.models import utcnow
 from console.ops.alerts.condition import Condition
-from console.store import duplicate_sends, figures
+from console.store import duplicate_sends
+from console.store import latency as figures
 from console.vocabulary import BULK, CRITICAL, LANES
 
 LATENCY_BUCKETS_SECONDS = (

@@ -40,8 +40,8 @@ from console.config import Settings
 from console.models import utcnow
 from console.ops.metrics import hold_figures
 from console.ops.metrics.delivery_figures import DeliveryCollector
-from console.store import figures
-from console.store.figures import Counts, count_every_status
+from console.store import heartbeats, queue_figures
+from console.store.queue_figures import Counts, count_every_status
 from console.vocabulary import AMBIGUOUS, DEAD, LANES, PENDING, SENDING
 from console.worker.reporting import PROCESS_REGISTRY
 
@@ -95,24 +95,24 @@ def read_snapshot(
     `totals` (an earlier count_every_status) spares the full count: only the
     live statuses are counted again. None counts every status now.
     """
-    figures.limit_statement_time(session, SNAPSHOT_STATEMENT_TIMEOUT_MS)
+    queue_figures.limit_statement_time(session, SNAPSHOT_STATEMENT_TIMEOUT_MS)
     if totals is None:
         intents = count_every_status(session)
     else:
         settled = {key: n for key, n in totals.items() if key[0] not in LIVE_STATUSES}
-        intents = settled | figures.count_statuses(session, LIVE_STATUSES)
+        intents = settled | queue_figures.count_statuses(session, LIVE_STATUSES)
     alive_since = now - dt.timedelta(seconds=alive_within_seconds)
     return QueueSnapshot(
         taken_at=now,
         intents=intents,
-        oldest_pending_created_at=figures.oldest_pending_by_lane(session),
-        suppressions=figures.count_suppressions_by_reason(session),
-        recent_events=figures.count_provider_events_since(
+        oldest_pending_created_at=queue_figures.oldest_pending_by_lane(session),
+        suppressions=queue_figures.count_suppressions_by_reason(session),
+        recent_events=queue_figures.count_provider_events_since(
             session, now - dt.timedelta(seconds=RECENT_EVENTS_SECONDS)
         ),
-        last_tick_at=figures.last_worker_tick_at(session),
-        workers_alive=figures.count_workers_ticked_since(session, alive_since),
-        breakers=figures.lane_breaker_states(session),
+        last_tick_at=heartbeats.last_worker_tick_at(session),
+        workers_alive=heartbeats.count_workers_ticked_since(session, alive_since),
+        breakers=queue_figures.lane_breaker_states(session),
     )
 
 

@@ -81,7 +81,7 @@ def test_back_on_the_suppression_list_restores_the_whole_page(live_console, cons
 
 def test_event_feed_filters_live_and_back_restores_the_whole_page(live_console, console_page):
     from console.events import ReportedEvent
-    from console.store.events import record_events
+    from console.store.provider_events import record_events
 
     with live_console.app.app_context():
         for number, kind in enumerate(("delivered", "bounced", "complained")):

@@ -12,7 +12,7 @@ from console.models import Intent, utcnow
 from console.outbox import enqueue
 from console.state_tables import WorkerHeartbeat
 from console.store.accounts import create_user
-from console.store.events import record_events
+from console.store.provider_events import record_events
 from console.web.extensions import db
 from tests.support.browser_console import log_in
 

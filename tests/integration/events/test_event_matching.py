@@ -15,7 +15,7 @@ from console.demo.smtp_capture import DemoSMTPServer
 from console.events import ReportedEvent
 from console.models import Attempt, Intent, ProviderEvent, Suppression, utcnow
 from console.outbox import enqueue
-from console.store.events import match_unmatched_events, record_events
+from console.store.provider_events import match_unmatched_events, record_events
 from console.vocabulary import SUBMITTED
 from tests.support.smtp_server import ScriptedSMTPServer
 

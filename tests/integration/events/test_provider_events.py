@@ -11,7 +11,7 @@ from sqlalchemy import func, select, update
 from console.events import ses
 from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppression, utcnow
 from console.outbox import enqueue
-from console.store.events import match_unmatched_events, record_events
+from console.store.provider_events import match_unmatched_events, record_events
 from console.vocabulary import AMBIGUOUS, SUBMITTED
 from tests.support.provider_fixtures import (
     bounce,

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import func, select
 
 from console.ops.jobs.retention import prune
-from console.store.events import WebhookReplayKey
+from console.state_tables import WebhookReplayKey
 from tests.support import native_payloads as payloads
 from tests.support.event_checks import all_events, suppression_map
 from tests.support.native_signers import (

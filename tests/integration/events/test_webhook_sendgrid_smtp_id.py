@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from console.store.events import match_unmatched_events
+from console.store.provider_events import match_unmatched_events
 from console.vocabulary import AMBIGUOUS, FAILED
 from tests.support.event_checks import all_events, load_intent, make_intent
 from tests.support.native_signers import native_settings, sendgrid_request

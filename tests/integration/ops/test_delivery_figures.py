@@ -17,7 +17,7 @@ from console.models import Intent, ProviderEvent, utcnow
 from console.ops.metrics import delivery_figures
 from console.ops.metrics.delivery_figures import DeliveryCollector, latency_conditions
 from console.outbox import enqueue
-from console.store.figures import Percentiles, lane_percentiles, over_target_by_minute
+from console.store.latency import Percentiles, lane_percentiles, over_target_by_minute
 from console.vocabulary import BULK, CRITICAL, SUBMITTED
 from tests.conftest import TEST_SECRET_KEY
 

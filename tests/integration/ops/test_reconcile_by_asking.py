@@ -20,7 +20,7 @@ from console.models import Intent, ProviderEvent, utcnow
 from console.ops.jobs.provider_asking import lookup_for, run
 from console.ops.jobs.schedule import OpsJobs
 from console.outbox import enqueue
-from console.store.events import NOT_FOUND_EVENT
+from console.store.provider_lookups import NOT_FOUND_EVENT
 from console.vocabulary import AMBIGUOUS, PENDING, SUBMITTED
 from tests.support.provider_apis import (
     MAILGUN_DOMAIN,

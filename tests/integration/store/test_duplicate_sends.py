@@ -14,10 +14,10 @@ from sqlalchemy import select
 from console.core.send_result import SendResult
 from console.models import Intent, ProviderEvent
 from console.outbox import enqueue
-from console.store import duplicate_sends, intent_actions
-from console.store.intents import intent_detail
+from console.store import duplicate_sends, reconciliation
 from console.transports.memory import MemoryTransport
 from console.vocabulary import AMBIGUOUS, DATA_SENT, PENDING, SUBMITTED
+from console.web.intent_story import intent_detail
 from tests.support.orders import ORDER
 
 NO_REPLY = SendResult(DATA_SENT, error="connection lost", error_type="SMTPServerDisconnected")
@@ -43,7 +43,7 @@ def test_every_cause_is_counted_and_shown_on_the_timeline(session_factory, make_
     with session_factory() as session:
         assert session.get(Intent, login).status == PENDING  # resend policy: retried
         assert session.get(Intent, order).status == AMBIGUOUS  # hold: waits for an operator
-        intent_actions.reconcile(session, order, resolution="resend", actor="ops",
+        reconciliation.reconcile(session, order, resolution="resend", actor="ops",
                                  reason="customer says nothing came",
                                  now=clock.advance(60))  # fmt: skip
         session.commit()

@@ -328,7 +328,7 @@ def test_worker_retries_an_unknown_outcome_once_and_matches_an_early_event(
     from console.events import ReportedEvent
     from console.models import Attempt, Intent, ProviderEvent, utcnow
     from console.outbox import enqueue
-    from console.store.events import record_events
+    from console.store.provider_events import record_events
     from console.vocabulary import PENDING, SUBMITTED
 
     # The ticks run up to an hour ahead; the worker's own clock (the claim-time

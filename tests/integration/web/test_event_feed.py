@@ -10,7 +10,9 @@ from sqlalchemy import select
 
 from console.events import ReportedEvent
 from console.models import ProviderEvent
-from console.store.events import EventFilters, InvalidEventFilter, events_page, record_events
+from console.store.event_feed import events_page
+from console.store.provider_events import record_events
+from console.web.event_filters import EventFilters, InvalidEventFilter
 from console.web.extensions import db
 
 

@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from console.events import ReportedEvent
 from console.models import ProviderEvent
-from console.store.events import record_events
+from console.store.provider_events import record_events
 from console.web.extensions import db
 
 BROWSER = shutil.which("chromium")

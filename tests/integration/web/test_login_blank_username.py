@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from console.store import accounts
-from console.store.accounts import ANY_USER
+from console.store import login_failures
+from console.store.login_failures import ANY_USER
 from console.web.extensions import db
 
 ADDRESS = "127.0.0.1"  # the test client's
@@ -22,7 +22,7 @@ def attempt(app, username: str):
 
 def address_failures(app) -> int:
     with app.app_context():
-        count = accounts.read_count(db.session, ANY_USER, ADDRESS)
+        count = login_failures.read_count(db.session, ANY_USER, ADDRESS)
         return 0 if count is None else count.failures
 
 

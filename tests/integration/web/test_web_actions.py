@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 from console import wakeup
 from console.models import AuditEntry, Intent, OperatorUser, Suppression, utcnow
 from console.store import accounts, actions, intent_actions, suppressions
+from console.web import action_words
 from console.web.extensions import db
 
 
@@ -293,11 +294,15 @@ def test_requeue_warns_when_the_template_max_age_has_passed(app, add_intent):
         fresh_result = intent_actions.requeue(
             db.session, fresh, actor="o", reason="r", max_age_seconds=ten_minutes
         )
-        assert fresh_result.warning is None
-        warning = intent_actions.requeue(
+        assert not fresh_result.past_max_age
+        stale_result = intent_actions.requeue(
             db.session, stale, actor="o", reason="r", max_age_seconds=ten_minutes
-        ).warning
-        assert "useless after 10 min" in warning
+        )
+        assert stale_result.past_max_age
+    words = action_words.requeue_warning(
+        stale_result, recipient="a@x.com", template="expired", max_age_seconds=ten_minutes
+    )
+    assert "useless after 10 min" in words
 
 
 def test_preview_renders_the_message_and_is_audited(app, console_client, add_intent):
@@ -473,16 +478,16 @@ def test_bulk_requeue_skips_intents_past_their_expiry_and_keeps_the_others(
 
 
 def test_bulk_requeue_skips_an_intent_whose_expiry_passed_after_the_preview(app, add_intent):
-    from console.store import intent_actions
+    from console.store import bulk_actions
     from console.store.intent_search import SearchFilters
 
     soon = utcnow() + dt.timedelta(minutes=1)
     intent_id = add_intent("failed", event="campaign:1", expires_at=soon)
     filters = SearchFilters.from_args({"q": "campaign"})
     with app.app_context():
-        preview = intent_actions.preview_bulk(db.session, filters, "requeue")
+        preview = bulk_actions.preview_bulk(db.session, filters, "requeue")
         assert preview.will_act == 1
-        acted = intent_actions.apply_bulk(
+        acted = bulk_actions.apply_bulk(
             db.session,
             filters,
             "requeue",

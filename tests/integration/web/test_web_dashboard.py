@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppression, utcnow
 from console.state_tables import AlertState, WorkerHeartbeat
-from console.store import figures
+from console.web import dashboard_figures as figures
 from console.web.dashboard import chart_shapes, dashboard_alerts, format_age
 from console.web.extensions import db
 

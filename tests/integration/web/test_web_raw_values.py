@@ -12,7 +12,7 @@ from sqlalchemy import select
 from console.demo.seeded_history import record_earlier_send
 from console.events import ReportedEvent
 from console.models import ProviderEvent, utcnow
-from console.store.events import record_events
+from console.store.provider_events import record_events
 from console.web.extensions import db
 
 

@@ -66,14 +66,14 @@ def test_the_htmx_refresh_carries_the_panel(console_client):
 def test_a_heartbeat_records_the_product_version_and_the_panel_shows_it(app, console_client):
     from importlib import metadata
 
-    from console.store import figures
+    from console.store import heartbeats
 
     now = utcnow()
     with app.app_context():
         beat = dict(host="web-1", pid=1, started_at=now, now=now)
-        figures.beat(db.session, worker_id="w-current", **beat)
-        figures.beat(db.session, worker_id="w-next", version="0.2.0", **beat)
-        figures.beat(db.session, worker_id="w-next", version="0.2.1", **{**beat, "now": now})
+        heartbeats.beat(db.session, worker_id="w-current", **beat)
+        heartbeats.beat(db.session, worker_id="w-next", version="0.2.0", **beat)
+        heartbeats.beat(db.session, worker_id="w-next", version="0.2.1", **{**beat, "now": now})
         db.session.add(WorkerHeartbeat(worker_id="w-before", host="old", pid=2,
                                        started_at=now, last_tick_at=now))  # fmt: skip
         db.session.commit()
@@ -94,7 +94,7 @@ def worker_cells(page: str, worker_id: str) -> str:
 
 
 def test_a_clean_stop_is_grey_with_its_time_and_a_silent_worker_red(app, console_client):
-    from console.store import figures
+    from console.store import heartbeats
 
     now = utcnow()
     earlier, yesterday = now - dt.timedelta(minutes=10), now - dt.timedelta(days=1, minutes=5)
@@ -106,10 +106,10 @@ def test_a_clean_stop_is_grey_with_its_time_and_a_silent_worker_red(app, console
             ("w-alive", now),
         ):
             beat = dict(host="web-1", pid=1, started_at=last_tick, now=last_tick)
-            figures.beat(db.session, worker_id=worker_id, **beat)
-        figures.record_stop(db.session, worker_id="w-stopped", now=earlier)
-        figures.record_stop(db.session, worker_id="w-old-stop", now=yesterday)
-        figures.record_stop(db.session, worker_id="w-unknown", now=now)  # writes nothing
+            heartbeats.beat(db.session, worker_id=worker_id, **beat)
+        heartbeats.record_stop(db.session, worker_id="w-stopped", now=earlier)
+        heartbeats.record_stop(db.session, worker_id="w-old-stop", now=yesterday)
+        heartbeats.record_stop(db.session, worker_id="w-unknown", now=now)  # writes nothing
         db.session.commit()
         assert db.session.query(WorkerHeartbeat).count() == 4
     page = console_client("viewer").get("/").text
@@ -125,16 +125,16 @@ def test_a_clean_stop_is_grey_with_its_time_and_a_silent_worker_red(app, console
 
 
 def test_a_worker_that_ticks_again_is_no_longer_stopped(app):
-    from console.store import figures
+    from console.store import heartbeats
 
     now = utcnow()
     with app.app_context():
         beat = dict(worker_id="w-1", host="web-1", pid=1, started_at=now)
-        figures.beat(db.session, now=now, **beat)
-        figures.record_stop(db.session, worker_id="w-1", now=now)
+        heartbeats.beat(db.session, now=now, **beat)
+        heartbeats.record_stop(db.session, worker_id="w-1", now=now)
         db.session.commit()
         assert db.session.get(WorkerHeartbeat, "w-1").stopped_at == now
-        figures.beat(db.session, now=now + dt.timedelta(seconds=1), **beat)
+        heartbeats.beat(db.session, now=now + dt.timedelta(seconds=1), **beat)
         db.session.commit()
         db.session.expire_all()
         assert db.session.get(WorkerHeartbeat, "w-1").stopped_at is None

@@ -1,4 +1,4 @@
-"""The store's one-line summaries agree with their counts: "1 intent", "2 intents"."""
+"""The bulk and erasure summaries agree with their counts: "1 intent", "2 intents"."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ import datetime as dt
 
 import pytest
 
-from console.store.erasure import ErasureReport, summary
-from console.store.intent_actions import BulkConfirmation, BulkPreview
+from console.store.bulk_actions import BulkPreview
+from console.store.bulk_confirmations import BulkConfirmation
+from console.store.erasure import ErasureReport
 from console.store.intent_search import SearchFilters
+from console.web.action_words import bulk_summary, confirmation_summary
+from console.web.erasure_words import summary
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 
@@ -24,13 +27,13 @@ def preview(**counts) -> BulkPreview:
     [(1, "1 suppressed recipient skipped"), (2, "2 suppressed recipients skipped")],
 )
 def test_bulk_preview_counts_suppressed_recipients(count, words):
-    assert words in preview(suppressed_skipped=count).summary()
+    assert words in bulk_summary(preview(suppressed_skipped=count))
 
 
 @pytest.mark.parametrize(("count", "words"), [(1, "requeued 1 intent"), (3, "requeued 3 intents")])
 def test_bulk_confirmation_counts_intents(count, words):
     confirmation = BulkConfirmation("requeue", "olga", NOW, count)
-    assert confirmation.summary().endswith(words)
+    assert confirmation_summary(confirmation).endswith(words)
 
 
 def report(**counts) -> ErasureReport:
