@@ -230,43 +230,42 @@ def enqueue(
     _check_control_characters("idempotency key", key)  # it travels in an HTTP header
     recipient = _check_recipient(to)
     params = _check_params(params, options.max_params_bytes)
+    settings, version = _rendered_template(catalog, template, params)
+    if lane is not None and lane not in LANES:
+        raise InvalidIntent(f"unknown lane {lane!r}: expected one of {', '.join(LANES)}")
+    row = dict(
+        idempotency_key=key,
+        message_id=new_message_id(options.message_id_domain),
+        event=_check_plain_text("event", event, MAX_EVENT_LENGTH),
+        recipient=recipient,
+        template=settings.name,
+        template_version=version,
+        params=params,
+        lane=lane or settings.lane,
+        purpose=_check_plain_text("purpose", purpose, 100),
+        locale=_check_plain_text("locale", locale, 35),
+        attempt_count=0,
+        next_attempt_at=now,
+        created_at=now,
+        updated_at=now,
+        expires_at=_check_expiry(expires_at, now),
+        recipient_account=_check_short_text(
+            "recipient_account", recipient_account, MAX_ACCOUNT_LENGTH
+        ),  # fmt: skip
+    )
+    return _insert_once(session, row)
+
+
+def _rendered_template(catalog: TemplateCatalog, template: str, params: dict[str, Any]):
+    """The template's settings and version, once its subject rendered from `params` is
+    safe in a header; InvalidIntent otherwise."""
     try:
         settings, version = catalog.resolve(template)
         parts = catalog.render(settings.name, version, params)
     except TemplateError as exc:
         raise InvalidIntent(str(exc)) from None
     _check_header_value("subject", parts.subject)
-    if lane is not None and lane not in LANES:
-        raise InvalidIntent(f"unknown lane {lane!r}: expected one of {', '.join(LANES)}")
-    expires_at = _check_expiry(expires_at, now)
-    event = _check_plain_text("event", event, MAX_EVENT_LENGTH)
-    purpose = _check_plain_text("purpose", purpose, 100)
-    locale = _check_plain_text("locale", locale, 35)
-    recipient_account = _check_short_text("recipient_account", recipient_account,
-                                          MAX_ACCOUNT_LENGTH)  # fmt: skip
-
-    intent = _insert_once(
-        session,
-        dict(
-            idempotency_key=key,
-            message_id=new_message_id(options.message_id_domain),
-            event=event,
-            recipient=recipient,
-            template=settings.name,
-            template_version=version,
-            params=params,
-            lane=lane or settings.lane,
-            purpose=purpose,
-            locale=locale,
-            attempt_count=0,
-            next_attempt_at=now,
-            created_at=now,
-            updated_at=now,
-            expires_at=expires_at,
-            recipient_account=recipient_account,
-        ),
-    )
-    return intent
+    return settings, version
 
 
 def supersede(session: Session, *, key: str, reason: str) -> bool:

@@ -25,8 +25,8 @@ from console.web.auth import role_required
 from console.web.dashboard_figures import Dashboard, dashboard
 from console.web.display import format_age, format_timestamp, plural, readable_text
 from console.web.extensions import current_settings, db
+from console.web.guard_notices import domain_deferral_notices, lane_pause_notices
 from console.web.holds import hold_until_words, holds_in_force
-from console.worker.guard import domain_deferral_notices, lane_pause_notices
 
 bp = Blueprint("dashboard", __name__)
 

@@ -191,3 +191,21 @@ def test_the_worker_asks_its_engine_which_database_it_is_on():
         if "dialect" in line and not line.strip().startswith("#")
     }
     assert checks == {}
+
+
+MODULE_LINES_LIMIT = 400
+FUNCTION_LINES_LIMIT = 60
+
+
+def test_no_module_over_400_lines_and_no_function_over_60():
+    """A module a reader holds at once, a function that fits on a screen."""
+    long_modules, long_functions = {}, {}
+    for name, path in MODULES.items():
+        source = path.read_text(encoding="utf-8")
+        if (lines := len(source.splitlines())) > MODULE_LINES_LIMIT:
+            long_modules[name] = lines
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                if (length := node.end_lineno - node.lineno + 1) > FUNCTION_LINES_LIMIT:
+                    long_functions[f"{name}.{node.name}"] = length
+    assert (long_modules, long_functions) == ({}, {})
