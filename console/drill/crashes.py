@@ -13,10 +13,11 @@ from sqlalchemy import func, select
 from console import outbox
 from console.drill.child import PROGRAM as CHILD_PROGRAM
 from console.drill.context import DrillContext, wait_for
-from console.drill.reconcile import exercise_rule, reconciliation_rule
+from console.drill.reconcile import DRILL_ACTOR, exercise_rule, reconciliation_rule
 from console.drill.report import Result
 from console.models import Intent
-from console.vocabulary import AMBIGUOUS, HOLD, RESEND, SENDING, SUBMITTED
+from console.store.suppressions import add_suppression
+from console.vocabulary import AMBIGUOUS, HOLD, RESEND, SENDING, SUBMITTED, SUPPRESSED
 
 SETTLE_SECONDS = 15.0  # a condition not met by then fails the drill
 
@@ -165,4 +166,37 @@ def timeout_after_acceptance(ctx: DrillContext) -> Iterator[Result]:
         "answer-lost", template,
         f"{policy}: ambiguous, then {rule.describe()}", observed, passed,
         time.monotonic() - started,
+    )  # fmt: skip
+
+
+def suppressed_before_body(ctx: DrillContext) -> Iterator[Result]:
+    """The recipient is suppressed after the claim, while the envelope is under way: the
+    mark before the body refuses, and the body never leaves."""
+    started = time.monotonic()
+    template = ctx.plain_template()
+    intent = ctx.enqueue("suppressed-before-body", template)
+    arrived, release = ctx.relay.hold_at_rcpt(intent.recipient)
+    worker = ctx.start_worker()
+    try:
+        reached = wait_for(arrived.is_set, SETTLE_SECONDS)
+        if reached:
+            with ctx.sessions() as session:
+                add_suppression(session, intent.recipient, actor=DRILL_ACTOR,
+                                reason="drill: suppressed while its envelope is sent")  # fmt: skip
+                session.commit()
+        release.set()
+        wait_for(lambda: ctx.settled(intent.id), SETTLE_SECONDS)
+    finally:
+        release.set()
+        ctx.stop(worker)
+    after = ctx.intent(intent.id)
+    bodies = len(ctx.relay.arrivals(intent.message_id))
+    observed = (
+        f"{'suppressed at RCPT TO' if reached else 'RCPT TO never came'}; then {after.status}, "
+        f"{bodies} {'body' if bodies == 1 else 'bodies'} at the relay"
+    )
+    yield Result(
+        "suppressed-before-body", template,
+        "the mark before the body refuses: suppressed, no body sent", observed,
+        reached and after.status == SUPPRESSED and bodies == 0, time.monotonic() - started,
     )  # fmt: skip

@@ -26,6 +26,8 @@ DRILLS = (
           crashes.killed_after_claim),
     Drill("killed-after-body", "the worker is SIGKILLed after the body left, before the record",
           crashes.killed_after_body),
+    Drill("suppressed-before-body", "the recipient is suppressed between the claim and the body",
+          crashes.suppressed_before_body),
     Drill("answer-lost", "the relay takes the body, the answer never comes",
           crashes.timeout_after_acceptance),
     Drill("same-key", "the same key enqueued twice", policies.same_key_twice),

@@ -4,9 +4,11 @@ Each recipient gets a list of answers, one an arrival (the last repeats); a reci
 without one is accepted. An answer is ``"250"`` (accepted, with a queue id as a relay
 gives), ``"NNN text"`` (that reply after the body), ``"stall"`` (the body taken, no reply
 until the client gives up) or ``"hangup"`` (the body taken, the connection dropped).
-Every body that arrives is kept with its Message-ID, recipient, answer and text, so a
-drill can count how often a Message-ID arrived and read what the recipient saw. Nothing
-is ever passed on: the relay delivers nowhere.
+A recipient can also be held at RCPT TO until the drill lets it go, so that something
+happens between the claim and the body. Every body that arrives is kept with its
+Message-ID, recipient, answer and text, so a drill can count how often a Message-ID
+arrived and read what the recipient saw. Nothing is ever passed on: the relay delivers
+nowhere.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from aiosmtpd.smtp import SMTP
 
 ACCEPT, STALL, HANGUP = "250", "stall", "hangup"
 STALL_SECONDS = 30.0  # longer than any client timeout the drill sets
+HOLD_SECONDS = 1.5  # the longest a recipient is held at RCPT (below the drill's SMTP timeout)
 _MESSAGE_ID = re.compile(rb"^Message-ID:[ \t]*(<[^>\r\n]*>)", re.IGNORECASE | re.MULTILINE)
 
 logging.getLogger("mail.log").setLevel(logging.WARNING)
@@ -55,7 +58,7 @@ class _Handler:
         self._queue_ids = itertools.count(1)
         self._prefix = secrets.token_hex(4).upper()
         self.lock = threading.Lock()
-        self.stalled: list[asyncio.Task] = []
+        self.held: dict[str, tuple[threading.Event, threading.Event]] = {}
 
     def answer_for(self, recipient: str) -> str:
         with self.lock:
@@ -66,6 +69,17 @@ class _Handler:
         if answer == ACCEPT:
             return f"250 2.0.0 Ok: queued as DRILL{self._prefix}{next(self._queue_ids):06d}"
         return answer
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):  # noqa: N802
+        """Accept the recipient; one held by ``hold_at_rcpt`` waits to be let go first."""
+        with self.lock:
+            held = self.held.pop(address.lower(), None)
+        if held is not None:
+            arrived, release = held
+            arrived.set()
+            await asyncio.get_running_loop().run_in_executor(None, release.wait, HOLD_SECONDS)
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's name
         recipient = envelope.rcpt_tos[0] if envelope.rcpt_tos else ""
@@ -102,6 +116,13 @@ class DrillRelay:
         """Answer `recipient`'s first, second... body with `answers` (the last repeats)."""
         with self.handler.lock:
             self.handler.scripts[recipient.lower()] = list(answers)
+
+    def hold_at_rcpt(self, recipient: str) -> tuple[threading.Event, threading.Event]:
+        """Hold `recipient`'s next RCPT TO: return (set when it arrives, set to let it go)."""
+        held = (threading.Event(), threading.Event())
+        with self.handler.lock:
+            self.handler.held[recipient.lower()] = held
+        return held
 
     def arrivals(self, message_id: str | None = None) -> list[Arrival]:
         """The bodies received, oldest first; only those with `message_id` when given."""
