@@ -118,6 +118,12 @@ def drill_command(only: str | None, as_json: bool, record: bool, database: str |
     except ConfigError as error:
         raise click.ClickException(str(error)) from None
 
+    record_url = None
+    if record:
+        from console.drill.record import record_target
+
+        record_url = record_target()
+
     def say(line: str) -> None:
         click.echo(line, err=as_json)
 
@@ -130,9 +136,10 @@ def drill_command(only: str | None, as_json: bool, record: bool, database: str |
         click.echo(report.table(results))
         timings = ", ".join(f"{k} {v}" for k, v in about["timings"].items())
         click.echo(f"scratch run timings (not the deployment's): {timings}")
-    if record:
+    if record_url is not None:
         from console.drill.record import record_run
 
-        record_run(about, results)
+        run_id = record_run(record_url, about, results)
+        click.echo(f"recorded as drill run {run_id}", err=as_json)
     if not all(r.passed for r in results):
         raise SystemExit(1)

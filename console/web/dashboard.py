@@ -29,6 +29,7 @@ from console.vocabulary import CLOSED, STATUSES
 from console.web import alert_words, display
 from console.web.auth import role_required
 from console.web.display import format_age, format_timestamp, plural, readable_text
+from console.web.drills import last_drill_line
 from console.web.extensions import current_settings, db
 from console.web.holds import hold_until_words, holds_in_force
 from console.worker.guard import domain_deferral_notices, lane_pause_notices
@@ -185,6 +186,7 @@ def index():
     context = dict(
         snapshot=snapshot,
         hold_alerts=hold_alerts(holds_in_force()),
+        last_drill=last_drill_line(db.session, snapshot.now),
         alerts=dashboard_alerts(snapshot, stale_after, firing, figures)
         + [Alert(readable_text(notice)) for notice in lane_pause_notices(breakers, firing)]
         + [Alert(readable_text(notice)) for notice in domain_deferral_notices(deferrals)]
