@@ -3,6 +3,7 @@ a worker killed after the claim and after the body, an answer lost after accepta
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -69,7 +70,7 @@ def commit_then_die(ctx: DrillContext) -> Iterator[Result]:
     finally:
         ctx.stop(worker)
     bodies = ctx.received(ctx.intent(intent_id).message_id) if intent_id else 0
-    died = child.returncode == -9
+    died = child.returncode == -signal.SIGKILL
     if not died:
         observed = f"the enqueueing process ended with {child.returncode}: {child.stderr[-200:]!r}"
     elif intent_id is None:
