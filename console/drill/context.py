@@ -80,6 +80,10 @@ def wait_for(condition: Callable[[], bool], seconds: float) -> bool:
         time.sleep(0.05)
 
 
+class WorkerExited(RuntimeError):
+    """A worker the drill started exited before the drill was over; the message says why."""
+
+
 @dataclasses.dataclass
 class DrillContext:
     """The scratch run: database, relay, settings, and the workers it starts."""
@@ -187,7 +191,9 @@ class DrillContext:
         return environ
 
     def start_worker(self, *, crash_at: str | None = None, **extra: str) -> subprocess.Popen:
-        """Start a ``console worker`` on the scratch database; its output goes to a log file."""
+        """Start a ``console worker`` on the scratch database, from this directory (an
+        eligibility module or templates folder named relative to it is found); its output
+        goes to a log file of the scratch run."""
         self._workers += 1
         if crash_at is not None:
             extra["CONSOLE_TEST_CRASH_AT"] = crash_at
@@ -196,7 +202,6 @@ class DrillContext:
             return subprocess.Popen(
                 [sys.executable, "-c", WORKER_PROGRAM, "worker"],
                 env=self.worker_environment(**extra),
-                cwd=self.folder,
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
@@ -221,12 +226,26 @@ class DrillContext:
             process.wait()
 
     def run_worker_until(self, condition: Callable[[], bool], seconds: float, **extra: str) -> bool:
-        """Run one worker until `condition` holds or `seconds` pass; stop it; return whether."""
+        """Run one worker until `condition` holds or `seconds` pass; stop it; return whether.
+
+        A worker that exits on its own (a setting it refuses) stops the drill: WorkerExited.
+        """
         process = self.start_worker(**extra)
         try:
-            return wait_for(condition, seconds)
+            held = wait_for(lambda: condition() or process.poll() is not None, seconds)
+            if process.poll() is not None and not condition():
+                raise WorkerExited(self._last_words(process))
+            return held
         finally:
             self.stop(process)
+
+    def _last_words(self, process: subprocess.Popen) -> str:
+        log_path = self.folder / f"worker-{self._workers}.log"
+        lines = (
+            log_path.read_text(errors="replace").strip().splitlines() if log_path.exists() else []
+        )
+        said = lines[-1] if lines else "nothing"
+        return f"the worker exited with status {process.returncode}: {said}"
 
     def cancel_unsent(self, *keys: str) -> None:
         """Cancel what a drill leaves pending, so no later drill's worker sends it."""

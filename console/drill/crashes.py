@@ -59,7 +59,7 @@ def commit_then_die(ctx: DrillContext) -> Iterator[Result]:
         ticking = wait_for(lambda: ctx.ticked(worker.pid), SETTLE_SECONDS)
         child = subprocess.run(
             [sys.executable, "-c", CHILD_PROGRAM, key, to, template],
-            env=ctx.worker_environment(), cwd=ctx.folder, capture_output=True, timeout=60,
+            env=ctx.worker_environment(), capture_output=True, timeout=60,
         )  # fmt: skip
         committed = time.monotonic()
         intent_id = _id_of(ctx, key)
