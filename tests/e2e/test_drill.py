@@ -1,5 +1,6 @@
-"""`console drill` end to end: it holds on the shipped configuration (SQLite and PostgreSQL),
-and fails the right drill when the configuration is wrong or the product is broken."""
+"""`console drill` end to end: it holds on the shipped configuration (on SQLite here; on
+PostgreSQL in test_drill_postgres.py, a file of its own so the two run side by side), and
+fails the right drill when the configuration is wrong or the product is broken."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import textwrap
 
 import pytest
 
-from tests.support import pgcluster
 from tests.support.commands import CONSOLE_BIN
 
 pytestmark = pytest.mark.slow
@@ -52,27 +52,6 @@ def test_the_drills_hold_on_the_shipped_configuration_on_sqlite(tmp_path):
     progress = [line for line in run.stderr.splitlines() if line.startswith("pass ")]
     assert len(progress) == document["total"], "a progress line a drill"
     assert not (tmp_path / "instance").exists(), "the configured database is not even made"
-
-
-@pytest.mark.postgres
-def test_the_drills_hold_on_an_empty_postgresql_database(pg_cluster, tmp_path):
-    url = pgcluster.create_database(pg_cluster, f"drill_{os.getpid()}")
-    run = drill("--database", url, cwd=tmp_path)
-    assert failed(report(run)) == [], run.stderr[-3000:]
-    assert run.returncode == 0
-
-
-@pytest.mark.postgres
-def test_a_database_holding_mail_it_did_not_make_is_refused(postgres_url, tmp_path):
-    from tests.e2e.test_demo_database import snapshot, store_the_applications_rows
-
-    store_the_applications_rows(postgres_url)
-    before = snapshot(postgres_url)
-    run = drill("--database", postgres_url, cwd=tmp_path)
-    assert run.returncode == 2 and run.stdout == ""
-    assert "holds accounts or mail that console drill did not create" in run.stderr
-    assert len(run.stderr.strip().splitlines()) == 1
-    assert snapshot(postgres_url) == before
 
 
 def test_an_eligibility_module_that_raises_fails_the_ineligible_drill(tmp_path):
