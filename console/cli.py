@@ -2,8 +2,8 @@
 
 ``serve`` (web console with the embedded worker), ``worker`` (the send loop
 alone), ``db`` (console/commands/db.py), ``user`` (commands/user.py), ``prune``, ``forget``,
-``hold``, ``release``, ``holds`` (commands/hold.py) and ``demo``; nothing of
-Flask's own (``run``, ``shell``, ``--app``, ``--env-file``...). Each
+``hold``, ``release``, ``holds`` (commands/hold.py), ``demo`` and ``drill``
+(console/drill/); nothing of Flask's own (``run``, ``shell``, ``--app``, ``--env-file``...). Each
 command reads the settings the app was built with and hands them on: nothing
 below this module reaches for Flask's ``current_app``. ``worker`` builds no app:
 it reads the settings itself (console.commands.worker), so it starts sooner.
@@ -67,6 +67,7 @@ class ConsoleGroup(FlaskGroup):
     LAZY_COMMANDS = {
         "db": "console.commands.db:db_cli",
         "demo": "console.demo.command:demo_command",
+        "drill": "console.drill.command:drill_command",
         "user": "console.commands.user:user_cli",
         "hold": "console.commands.hold:hold_command",
         "release": "console.commands.hold:release_command",

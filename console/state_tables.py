@@ -1,7 +1,7 @@
 """The tables of the product's own running state: worker heartbeats, alerts, lane breakers,
-domain deferrals, operators' holds, failed logins, the send budget and the keys of signed
-webhook requests already recorded. Not part of the application's contract: only the worker,
-the console and its jobs read and write them.
+domain deferrals, operators' holds, failed logins, the send budget, the keys of signed
+webhook requests already recorded and the drills' summaries. Not part of the application's
+contract: only the worker, the console, its jobs and ``console drill`` read and write them.
 """
 
 from __future__ import annotations
@@ -144,3 +144,19 @@ class WebhookReplayKey(Base):
     source: Mapped[str] = mapped_column(String(20), primary_key=True)
     key_digest: Mapped[str] = mapped_column(String(64), primary_key=True)  # sha256, hex
     expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, index=True)
+
+
+class DrillRun(Base):
+    """One run of ``console drill --record``: when, which version and configuration, and
+    each drill's result (drill, template, expected, observed, passed, seconds)."""
+
+    __tablename__ = "drill_run"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    ran_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, index=True)
+    version: Mapped[str] = mapped_column(String(64))
+    configuration: Mapped[str] = mapped_column(String(64))  # digest of the settings drilled
+    database: Mapped[str] = mapped_column(String(255))  # where it ran: "scratch SQLite" or a URL
+    held: Mapped[int] = mapped_column(Integer)
+    total: Mapped[int] = mapped_column(Integer)
+    results: Mapped[list[dict[str, Any]]] = mapped_column(JSON)

@@ -40,6 +40,7 @@ def init_app(app: Flask) -> None:
 
     export.init_app(app)
     templates_page.init_app(app)
-    from console.web import holds
+    from console.web import drills, holds
 
     holds.init_app(app)
+    drills.init_app(app)

@@ -24,6 +24,7 @@ from console.web import alert_words, display
 from console.web.auth import role_required
 from console.web.dashboard_figures import Dashboard, dashboard
 from console.web.display import format_age, format_timestamp, plural, readable_text
+from console.web.drills import last_drill_line
 from console.web.extensions import current_settings, db
 from console.web.guard_notices import domain_deferral_notices, lane_pause_notices
 from console.web.holds import hold_until_words, holds_in_force
@@ -180,6 +181,7 @@ def index():
     context = dict(
         snapshot=snapshot,
         hold_alerts=hold_alerts(holds_in_force()),
+        last_drill=last_drill_line(db.session, snapshot.now),
         alerts=dashboard_alerts(snapshot, stale_after, firing, figures)
         + [Alert(readable_text(notice)) for notice in lane_pause_notices(breakers, firing)]
         + [Alert(readable_text(notice)) for notice in domain_deferral_notices(deferrals)]

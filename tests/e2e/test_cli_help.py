@@ -16,6 +16,7 @@ from tests.support.commands import CONSOLE_BIN
 
 PRODUCT_COMMANDS = {
     "serve", "worker", "db", "user", "demo", "prune", "forget", "hold", "release", "holds",
+    "drill",
 }  # fmt: skip
 FLASK_INTERNALS = ("-A", "--app", "--env-file", "--debug", "dotenv", "FLASK")
 

@@ -37,6 +37,7 @@ LAYERS = (
     ("app",),  # create_app()
     ("cli",),  # the command group
     ("entry", "demo"),  # the ``console`` program; ``console demo``
+    ("drill",),  # ``console drill``: the practice drills, the demo's casework among them
 )
 # config checks a relay's EHLO name and SES's signer with the transports' own checks;
 # transports.factory builds the transport the settings name

@@ -1,0 +1,203 @@
+"""The drills of transactions and crashes: a rollback, a process dead after its commit,
+a worker killed after the claim and after the body, an answer lost after acceptance."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+from sqlalchemy import func, select
+
+from console import outbox
+from console.drill.child import PROGRAM as CHILD_PROGRAM
+from console.drill.context import DrillContext, wait_for
+from console.drill.reconcile import DRILL_ACTOR, exercise_rule, reconciliation_rule
+from console.drill.report import Result
+from console.models import Intent
+from console.store.suppressions import add_suppression
+from console.vocabulary import AMBIGUOUS, HOLD, RESEND, SENDING, SUBMITTED, SUPPRESSED
+
+SETTLE_SECONDS = 15.0  # a condition not met by then fails the drill
+
+
+def _outcomes(ctx: DrillContext, intent_id: int) -> str:
+    outcomes = [a.outcome or "none" for a in ctx.attempts(intent_id)]
+    return ", ".join(outcomes) or "none"
+
+
+def rollback(ctx: DrillContext) -> Iterator[Result]:
+    """enqueue() inside a business transaction that rolls back leaves no intent."""
+    started = time.monotonic()
+    template = ctx.plain_template()
+    key = ctx.key("rollback")
+    count = select(func.count()).select_from(Intent).where(Intent.idempotency_key == key)
+    with ctx.sessions() as session:
+        outbox.enqueue(session, key=key, to=ctx.address("rollback"), template=template,
+                       params=ctx.example_params(template))  # fmt: skip
+        session.flush()
+        inside = session.scalar(count)
+        session.rollback()
+    with ctx.sessions() as session:
+        after = session.scalar(count)
+    yield Result(
+        "rollback", template, "no intent after the rollback",
+        f"{inside} intent inside the transaction, {after} after the rollback",
+        inside == 1 and after == 0, time.monotonic() - started,
+    )  # fmt: skip
+
+
+def commit_then_die(ctx: DrillContext) -> Iterator[Result]:
+    """A process that commits its enqueue and dies before any wake-up: the poller sends it."""
+    started = time.monotonic()
+    template = ctx.plain_template()
+    key, to = ctx.key("commit-then-die"), ctx.address("commit-then-die")
+    worker = ctx.start_worker()
+    try:
+        ticking = wait_for(lambda: ctx.ticked(worker.pid), SETTLE_SECONDS)
+        child = subprocess.run(
+            [sys.executable, "-c", CHILD_PROGRAM, key, to, template],
+            env=ctx.worker_environment(), capture_output=True, timeout=60,
+        )  # fmt: skip
+        committed = time.monotonic()
+        intent_id = _id_of(ctx, key)
+        sent = intent_id is not None and wait_for(
+            lambda: ctx.intent(intent_id).status == SUBMITTED, SETTLE_SECONDS
+        )
+        waited = time.monotonic() - committed
+    finally:
+        ctx.stop(worker)
+    bodies = ctx.received(ctx.intent(intent_id).message_id) if intent_id else 0
+    died = child.returncode == -signal.SIGKILL
+    if not died:
+        observed = f"the enqueueing process ended with {child.returncode}: {child.stderr[-200:]!r}"
+    elif intent_id is None:
+        observed = "no intent after the commit"
+    else:
+        observed = (
+            f"{ctx.intent(intent_id).status} {waited:.1f} s after the commit "
+            f"({'worker polling' if ticking else 'worker not seen ticking'}), {bodies} body"
+        )
+    yield Result(
+        "commit-then-die", template, "the running worker's poll finds it and sends it once",
+        observed, died and sent and bodies == 1, time.monotonic() - started,
+    )  # fmt: skip
+
+
+def _id_of(ctx: DrillContext, key: str) -> int | None:
+    with ctx.sessions() as session:
+        return session.scalar(select(Intent.id).where(Intent.idempotency_key == key))
+
+
+def killed_after_claim(ctx: DrillContext) -> Iterator[Result]:
+    """SIGKILL after the claim, before the body: after a restart it is sent once."""
+    started = time.monotonic()
+    template = ctx.plain_template()
+    intent = ctx.enqueue("killed-after-claim", template)
+    killed = ctx.killed(ctx.start_worker(crash_at="claimed"), SETTLE_SECONDS)
+    held = ctx.intent(intent.id).status == SENDING
+    early = ctx.received(intent.message_id)
+    ctx.run_worker_until(lambda: ctx.settled(intent.id), SETTLE_SECONDS)
+    after = ctx.intent(intent.id)
+    bodies = ctx.relay.arrivals(intent.message_id)
+    observed = (
+        f"{'killed' if killed else 'not killed'} holding the lease: {held}; after the restart "
+        f"{after.status}, {len(bodies)} body with its Message-ID (attempts: "
+        f"{_outcomes(ctx, intent.id)})"
+    )
+    passed = killed and held and early == 0 and after.status == SUBMITTED and len(bodies) == 1
+    yield Result(
+        "killed-after-claim", template, "sent once after the restart, with the same Message-ID",
+        observed, passed, time.monotonic() - started,
+    )  # fmt: skip
+
+
+def killed_after_body(ctx: DrillContext) -> Iterator[Result]:
+    """SIGKILL after the relay accepted the body, before the outcome is recorded; per template:
+    `hold` leaves it ambiguous and unsent again, `resend` sends it again as it was."""
+    for template in ctx.templates():
+        started = time.monotonic()
+        policy = ctx.catalog.settings(template).ambiguity_policy
+        intent = ctx.enqueue("killed-after-body", template, n=template)
+        killed = ctx.killed(ctx.start_worker(crash_at="before_record"), SETTLE_SECONDS)
+        ctx.run_worker_until(lambda i=intent.id: ctx.settled(i), SETTLE_SECONDS)
+        after = ctx.intent(intent.id)
+        bodies = ctx.received(intent.message_id)
+        with ctx.sessions() as session:
+            same_key = session.scalar(
+                select(func.count()).select_from(Intent)
+                .where(Intent.idempotency_key == intent.idempotency_key)
+            )  # fmt: skip
+        if policy == RESEND:
+            expected = "resend: sent again with the same Message-ID and key (2 bodies, 1 intent)"
+            passed = after.status == SUBMITTED and bodies == 2 and same_key == 1
+        else:
+            expected = f"{HOLD}: ambiguous, not sent again (1 body)"
+            passed = after.status == AMBIGUOUS and bodies == 1
+        observed = (
+            f"{'killed' if killed else 'not killed'} after the 250; then {after.status}, "
+            f"{bodies} {'body' if bodies == 1 else 'bodies'} with its Message-ID, "
+            f"{same_key} intent with its key"
+        )
+        yield Result("killed-after-body", template, expected, observed, killed and passed,
+                     time.monotonic() - started)  # fmt: skip
+
+
+def timeout_after_acceptance(ctx: DrillContext) -> Iterator[Result]:
+    """The relay takes the body and never answers: ambiguous, then the reconciliation rule."""
+    started = time.monotonic()
+    template = ctx.plain_template()
+    intent = ctx.enqueue("answer-lost", template)
+    ctx.relay.script(intent.recipient, ["stall"])
+    ctx.run_worker_until(lambda: ctx.settled(intent.id), SETTLE_SECONDS)
+    after = ctx.intent(intent.id)
+    bodies = ctx.received(intent.message_id)
+    rule = reconciliation_rule(ctx.settings)
+    policy = ctx.catalog.settings(template).ambiguity_policy
+    if after.status != AMBIGUOUS:
+        observed = f"{after.status} after the lost answer ({bodies} body)"
+        passed = False
+    else:
+        settled_as, how = exercise_rule(ctx, after)
+        observed = f"ambiguous, {bodies} body; {how}: {settled_as}"
+        passed = bodies == 1 and settled_as == SUBMITTED
+    yield Result(
+        "answer-lost", template,
+        f"{policy}: ambiguous, then {rule.describe()}", observed, passed,
+        time.monotonic() - started,
+    )  # fmt: skip
+
+
+def suppressed_before_body(ctx: DrillContext) -> Iterator[Result]:
+    """The recipient is suppressed after the claim, while the envelope is under way: the
+    mark before the body refuses, and the body never leaves."""
+    started = time.monotonic()
+    template = ctx.plain_template()
+    intent = ctx.enqueue("suppressed-before-body", template)
+    arrived, release = ctx.relay.hold_at_rcpt(intent.recipient)
+    worker = ctx.start_worker()
+    try:
+        reached = wait_for(arrived.is_set, SETTLE_SECONDS)
+        if reached:
+            with ctx.sessions() as session:
+                add_suppression(session, intent.recipient, actor=DRILL_ACTOR,
+                                reason="drill: suppressed while its envelope is sent")  # fmt: skip
+                session.commit()
+        release.set()
+        wait_for(lambda: ctx.settled(intent.id), SETTLE_SECONDS)
+    finally:
+        release.set()
+        ctx.stop(worker)
+    after = ctx.intent(intent.id)
+    bodies = len(ctx.relay.arrivals(intent.message_id))
+    observed = (
+        f"{'suppressed at RCPT TO' if reached else 'RCPT TO never came'}; then {after.status}, "
+        f"{bodies} {'body' if bodies == 1 else 'bodies'} at the relay"
+    )
+    yield Result(
+        "suppressed-before-body", template,
+        "the mark before the body refuses: suppressed, no body sent", observed,
+        reached and after.status == SUPPRESSED and bodies == 0, time.monotonic() - started,
+    )  # fmt: skip
