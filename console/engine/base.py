@@ -30,9 +30,6 @@ class Engine(Protocol):
         """Lock up to `limit` due intents, at most `limits[lane]` a lane, critical first,
         each lane's retries before its first attempts; no other worker gets them."""
 
-    def suppressed_among(self, session: Session, recipients: set[str]) -> set[str]:
-        """Those of `recipients` (lowercase) on the suppression list, as such or hashed."""
-
     def lease(
         self,
         session: Session,

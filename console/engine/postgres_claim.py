@@ -4,8 +4,7 @@ Due rows are locked with ``FOR UPDATE SKIP LOCKED``, lane by lane and each lane'
 first, so workers on other machines skip what this one holds rather than wait for it. A
 batch is leased in one statement whose values travel as arrays (``unnest``): the
 intents leased in a data-modifying ``WITH``, an attempt added for each, each attempt's id
-returned with its lease token. The suppression check sends the batch's addresses as one
-array, so the statement's text is the same for every batch.
+returned with its lease token.
 """
 
 from __future__ import annotations
@@ -13,13 +12,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import BigInteger, Integer, String, any_, bindparam, func, insert, select, update
+from sqlalchemy import BigInteger, Integer, String, bindparam, func, insert, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from console.model_columns import UTCDateTime
-from console.models import Intent, Suppression
-from console.store import claims, suppressions
+from console.models import Intent
+from console.store import claims
 from console.store import statements as s
 from console.store.claims import FIRST_TRY, RETRY, Claim, ExpiredLease
 from console.store.statements import DueIntent
@@ -32,9 +31,6 @@ LOCK_DUE = {
     for lane in LANES
     for kind in (RETRY, FIRST_TRY)
 }
-SUPPRESSED_AMONG = select(Suppression.__table__.c.recipient).where(
-    Suppression.__table__.c.recipient == any_(bindparam("b_forms", type_=ARRAY(String)))
-)
 
 
 def _array(name: str, item_type):
@@ -100,13 +96,6 @@ class PostgresClaim:
                 due += locked
                 in_lane += len(locked)
         return due
-
-    def suppressed_among(self, session: Session, recipients: set[str]) -> set[str]:
-        if not recipients:
-            return set()
-        forms = {form: r for r in recipients for form in suppressions.recipient_forms(r)}
-        found = session.connection().execute(SUPPRESSED_AMONG, {"b_forms": list(forms)})
-        return {forms[recipient] for recipient in found.scalars()}
 
     def lease(
         self,

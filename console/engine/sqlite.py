@@ -22,7 +22,6 @@ from sqlalchemy import Connection, Engine, Integer, bindparam, literal, select, 
 from sqlalchemy.orm import Session
 
 from console.engine.base import SUPPRESSED, SWEPT, T
-from console.models import Suppression
 from console.store import claims, suppressions
 from console.store import statements as s
 from console.store.claims import FIRST_TRY, NOW, RETRY, Claim, ExpiredLease
@@ -61,9 +60,6 @@ def _mark_due_sending_statement():
 
 
 MARK_DUE_SENDING = _mark_due_sending_statement()
-SUPPRESSED_AMONG = select(Suppression.__table__.c.recipient).where(
-    Suppression.__table__.c.recipient.in_(bindparam("b_forms", expanding=True))
-)
 _LANE_RANK = {lane: rank for rank, lane in enumerate(LANES)}
 
 
@@ -88,13 +84,6 @@ class SqliteEngine:
         rows = session.connection().execute(MARK_DUE_SENDING, values)
         due = [DueIntent.from_row(row) for row in rows]
         return sorted(due, key=lambda i: (_LANE_RANK[i.lane], *claims.waited_longest(i)))
-
-    def suppressed_among(self, session: Session, recipients: set[str]) -> set[str]:
-        if not recipients:
-            return set()
-        forms = {form: r for r in recipients for form in suppressions.recipient_forms(r)}
-        found = session.connection().execute(SUPPRESSED_AMONG, {"b_forms": list(forms)})
-        return {forms[recipient] for recipient in found.scalars()}
 
     def lease(
         self,

@@ -1,8 +1,9 @@
 """The claim and the lease sweep: the steps both databases share.
 
 T1 of the send loop locks due intents (the engine's ``lock_due``: its SQL differs by
-database), screens them, closes those not to send (``close_unsent``), leases the rest
-(the engine's ``lease``) and commits; ``release`` gives back claims never handed to the
+database), screens them (``suppressed_among``: which of the batch's recipients are on
+the suppression list), closes those not to send (``close_unsent``), leases the rest (the
+engine's ``lease``) and commits; ``release`` gives back claims never handed to the
 transport. The sweep takes back the leases of a worker that went silent: the engine's
 ``take_expired_leases`` finds them and finishes their open attempts
 (``finish_silent_attempts``), so their worker can no longer mark ``data_sent`` — the stage
@@ -36,9 +37,9 @@ from sqlalchemy.orm import Session
 from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.model_columns import UTCDateTime
-from console.models import Attempt, Intent
+from console.models import Attempt, Intent, Suppression
 from console.state_tables import DomainDeferral
-from console.store import holds
+from console.store import holds, suppressions
 from console.store import statements as s
 from console.vocabulary import CLAIMED, CRITICAL, LANES, PENDING, SENDING
 
@@ -120,6 +121,20 @@ _CRITICAL_DUE = select(exists(due_in_lane(CRITICAL).with_only_columns(s.INTENT.c
 def critical_due(connection: Connection, now: dt.datetime) -> bool:
     """Whether a critical intent is due at `now` (as a claim would find it)."""
     return bool(connection.execute(_CRITICAL_DUE, {"b_now": now}).scalar())
+
+
+_SUPPRESSED_AMONG = select(Suppression.__table__.c.recipient).where(
+    Suppression.__table__.c.recipient.in_(bindparam("b_forms", expanding=True))
+)
+
+
+def suppressed_among(session: Session, recipients: set[str]) -> set[str]:
+    """Those of `recipients` (lowercase) on the suppression list, as such or hashed."""
+    if not recipients:
+        return set()
+    forms = {form: r for r in recipients for form in suppressions.recipient_forms(r)}
+    found = session.connection().execute(_SUPPRESSED_AMONG, {"b_forms": list(forms)})
+    return {forms[recipient] for recipient in found.scalars()}
 
 
 def close_unsent(

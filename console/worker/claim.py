@@ -197,7 +197,7 @@ class BatchClaimer:
 
     def _screen(self, session: Session, due: list[DueIntent]):
         """Split `due` into intents to send and (intent, decision) pairs not to send now."""
-        suppressed = self._engine.suppressed_among(session, {i.recipient.lower() for i in due})
+        suppressed = claims.suppressed_among(session, {i.recipient.lower() for i in due})
         to_send, not_sent = [], []
         for intent in due:
             screened = self.clock()

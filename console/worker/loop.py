@@ -56,7 +56,6 @@ from console.worker.reporting import (
 )
 from console.worker.sending import (
     SUPPRESSED_BEFORE_BODY,
-    ComposeAhead,
     CrashPoint,
     StageMarks,
     SuppressedBeforeBody,
@@ -114,8 +113,7 @@ class Worker:
         self.started_at = clock()
         self._housekept_at: dt.datetime | None = None
         self._waiting_for_tokens = False  # the last claim found the send rate's bucket empty
-        self._ahead = ComposeAhead(self._compose, settings.concurrency)
-        self._stages = StageMarks(self._engine, self._crash_if, self._ahead.schedule)
+        self._stages = StageMarks(self._engine, self._crash_if)
         self._stopping = threading.Event()
         self._runner = asyncio.Runner()
         self._owned_engine: Engine | None = None
@@ -244,12 +242,10 @@ class Worker:
                     await record
 
         lanes = min(self.settings.concurrency, len(leased))
-        self._ahead.start(waiting)
         self._critical.start()
         try:
             await asyncio.gather(*(one_connection() for _ in range(lanes)))
         finally:
-            self._ahead.stop()
             await self._engine.release()
             self._count_reconnects()
         await self._raise_record_error()
@@ -304,7 +300,7 @@ class Worker:
 
     async def _send(self, claim: claims.Claim) -> SendResult:
         """Hand the claim's email to the transport; a compose failure is its result."""
-        email = self._ahead.take(claim)
+        email = self._compose(claim)
         if isinstance(email, SendResult):
             return email
         return await self.transport.send(email, self._stages.on_stage)

@@ -4,9 +4,7 @@ committed before the body, the crash points of the tests.
 ``compose`` makes a claimed intent ready for a transport: the stored template
 rendered, bytes on demand. Whatever wrote the row, nothing unsafe reaches a header or
 the envelope (``console.mail.header_checks``): a row that fails is a permanent failure
-naming the field, never handed to the transport. ``ComposeAhead`` composes the next
-waiting email while the relay reads the body before it (local work filling the wait
-for the reply); a failure ahead is not kept, the email is composed again in its turn.
+naming the field, never handed to the transport.
 
 ``StageMarks`` is the transport's stage callback: before the body it commits the mark,
 which is also the last check of the suppression list; the body waits for it, the other
@@ -19,14 +17,10 @@ restart it, and check that nothing was lost or sent twice.
 
 from __future__ import annotations
 
-import asyncio
-import collections
 import datetime as dt
-import itertools
 import logging
 import os
 import signal
-from collections.abc import Callable
 
 from console.core.classify import RENDER_ERROR, UNSAFE_HEADER
 from console.core.send_result import SendResult
@@ -83,11 +77,9 @@ class StageMarks:
         self,
         store: Engine,
         crash_if: CrashPoint,
-        after_mark: Callable[[], None] | None = None,
     ) -> None:
         self._engine = store
         self._crash_if = crash_if
-        self._after_mark = after_mark  # called once the mark is committed, before the body
 
     async def on_stage(self, email: OutgoingEmail, stage: str) -> None:
         """Commit ``data_sent`` before the body; raise (the body must not go) if it cannot."""
@@ -101,8 +93,6 @@ class StageMarks:
         if refused == SWEPT:
             raise LeaseLost(f"attempt {email.attempt_id} was swept before its body was sent")
         self._crash_if("data_sent")
-        if self._after_mark is not None:
-            self._after_mark()
 
 
 def compose(
@@ -168,48 +158,3 @@ def compose(
 
 
 Composed = OutgoingEmail | SendResult
-
-
-class ComposeAhead:
-    """Emails of a batch composed one step ahead of their sending."""
-
-    def __init__(self, compose: Callable[[Claim], Composed], lookahead: int) -> None:
-        self._compose = compose
-        self._lookahead = max(1, lookahead)  # the claims next in line, one per connection
-        self._ready: dict[int, Composed] = {}  # attempt id -> its email, serialized
-        self._waiting: collections.deque[Claim] | None = None
-
-    def start(self, waiting: collections.deque[Claim]) -> None:
-        """Compose ahead from `waiting`, the claims of a batch not yet taken."""
-        self._waiting = waiting
-        self._ready.clear()
-
-    def stop(self) -> None:
-        """The batch is over: drop what was composed for claims that were not sent."""
-        self._waiting = None
-        self._ready.clear()
-
-    def schedule(self) -> None:
-        """Compose the next waiting email as soon as the event loop waits for the relay."""
-        if self._waiting:
-            asyncio.get_running_loop().call_soon(self._compose_next)
-
-    def take(self, claim: Claim) -> Composed:
-        """The email of `claim`: the one composed ahead, else composed now."""
-        ready = self._ready.pop(claim.attempt_id, None)
-        return ready if ready is not None else self._compose(claim)
-
-    def _compose_next(self) -> None:
-        if not self._waiting:
-            return
-        for claim in itertools.islice(self._waiting, self._lookahead):
-            if claim.attempt_id in self._ready:
-                continue
-            try:
-                email = self._compose(claim)
-                if isinstance(email, OutgoingEmail):
-                    email.as_bytes()
-            except Exception:  # noqa: BLE001 - composed again in its turn, failing there
-                return
-            self._ready[claim.attempt_id] = email
-            return

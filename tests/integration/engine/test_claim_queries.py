@@ -7,15 +7,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from sqlalchemy import event, insert, select, text, update
-from sqlalchemy.orm import Session
+from sqlalchemy import insert, select, text, update
 
 from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.core.send_result import SendResult
 from console.models import Attempt, Intent, Suppression
 from console.store import claims, records
-from console.store.database import make_engine
 from console.vocabulary import (
     ACCEPTED,
     AMBIGUOUS,
@@ -129,35 +127,11 @@ def test_suppressed_among_returns_the_suppressed_recipients_only(session):
     session.commit()
 
     asked = {"eve@example.com", "ada@example.com"}
-    assert engine_of(session).suppressed_among(session, asked) == {"eve@example.com"}
-    assert engine_of(session).suppressed_among(session, set()) == set()
+    assert claims.suppressed_among(session, asked) == {"eve@example.com"}
+    assert claims.suppressed_among(session, set()) == set()
 
 
 @pytest.mark.postgres
-def test_suppressed_among_sends_one_statement_text_whatever_the_batch(postgres_url):
-    """PostgreSQL: the forms go as one array, not an IN list the driver parses anew for
-    each length; what it finds is the same."""
-    engine = make_engine(postgres_url)
-    statements: list[str] = []
-
-    def keep(connection, cursor, statement, *rest):
-        statements.append(statement)
-
-    event.listen(engine, "before_cursor_execute", keep)
-    try:
-        with Session(engine) as session:
-            session.execute(
-                insert(Suppression.__table__),
-                [dict(recipient="r7@example.com", reason="complaint", created_at=T0)],
-            )
-            asked = {f"r{n}@example.com" for n in range(30)}
-            assert engine_of(session).suppressed_among(session, {"ada@example.com"}) == set()
-            assert engine_of(session).suppressed_among(session, asked) == {"r7@example.com"}
-    finally:
-        engine.dispose()
-    among = [statement for statement in statements if statement.startswith("SELECT suppression")]
-    assert len(among) == 2 and among[0] == among[1]
-
 
 # --- close_unsent and lease ---
 

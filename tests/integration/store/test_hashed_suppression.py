@@ -11,11 +11,10 @@ from sqlalchemy import select
 
 from console.core.address_hash import address_hash, is_address_hash, replace_address_in
 from console.models import Intent, Suppression, utcnow
-from console.store import suppressions
+from console.store import claims, suppressions
 from console.transports.memory import MemoryTransport
 from console.vocabulary import PENDING, SUPPRESSED
 from tests.conftest import TEST_SECRET_KEY
-from tests.support.claim_steps import engine_of
 from tests.support.orders import enqueue_orders
 
 ADDRESS = "Forgotten.Person@Example.com"
@@ -67,7 +66,7 @@ def test_the_claim_suppresses_a_pending_intent_whose_address_was_hashed(
     suppress_hash_of(session_factory, ADDRESS)
     with session_factory() as session:
         assert session.get(Intent, intent_id).status == PENDING
-        found = engine_of(session).suppressed_among(session, {ADDRESS.lower(), "ada@example.com"})
+        found = claims.suppressed_among(session, {ADDRESS.lower(), "ada@example.com"})
         assert found == {ADDRESS.lower()}
     transport = MemoryTransport()
     make_worker(transport).run_once()
