@@ -1,7 +1,7 @@
 """T1 and what comes before it: the housekeeping, the provider's limits, the claim.
 
 ``housekeeping`` beats, takes back the leases of silent workers (settling each as
-decided) and matches provider events that came before their id; at most once a second.
+decided) and matches provider events that came before their id; at every tick.
 
 ``SendBudget``: the shared send rate and the rolling daily quota. Before the engine's
 ``lock_due`` the claim asks ``lane_limits`` how many intents each lane may take (tokens

@@ -2,7 +2,7 @@
 
 A ``Worker`` takes a session factory, a transport, a clock and its settings; its
 database work goes to the engine of that database (``console.engine``). ``run_once(now)``
-runs one tick: heartbeat and lease-expiry sweep (at most once a second), then one
+runs one tick: heartbeat and lease-expiry sweep, then one
 bounded batch claimed and sent over up to ``concurrency`` transport connections, each
 sender recording its outcomes while it sends on. ``console worker`` and the scheduler of
 ``console serve`` call it in a loop (``worker.running``); tests call it tick by tick.
@@ -63,7 +63,6 @@ from console.worker.sending import (
 )
 
 log = logging.getLogger(__name__)
-HOUSEKEEPING_INTERVAL = dt.timedelta(seconds=1)
 # A sender's records still being written while it sends on: on PostgreSQL they go in
 # batches (``store.record_batches``), up to this many a sender in each.
 RECORDS_A_SENDER = 2
@@ -111,7 +110,6 @@ class Worker:
         self._refused_lanes: dict[str, dt.datetime] = {}  # lane -> when its intents may go
         self._reconnects_counted = 0
         self.started_at = clock()
-        self._housekept_at: dt.datetime | None = None
         self._waiting_for_tokens = False  # the last claim found the send rate's bucket empty
         self._stages = StageMarks(self._engine, self._crash_if)
         self._stopping = threading.Event()
@@ -192,15 +190,7 @@ class Worker:
         return batch.leased
 
     async def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
-        """Heartbeat, take back silent workers' leases, match early provider events; commit.
-
-        At most once a `HOUSEKEEPING_INTERVAL` (a worker draining a backlog ticks many times
-        a second; leases last minutes), and at once whenever the clock goes back.
-        """
-        last = self._housekept_at
-        if last is not None and dt.timedelta(0) <= now - last < HOUSEKEEPING_INTERVAL:
-            return
-        self._housekept_at = now
+        """Heartbeat, take back silent workers' leases, match early provider events; commit."""
         swept = await self._engine.in_transaction(lambda session: self._housekeep(session, now))
         report.swept += len(swept)
         for lease, decision in swept:
