@@ -86,6 +86,7 @@ SERIAL_FILES = {
     "tests/e2e/test_send_quota.py",
     "tests/e2e/test_send_throttle.py",
     "tests/e2e/test_send_concurrency.py",
+    "tests/e2e/test_scale_out.py",
     "tests/integration/web/test_busy_database.py",
 }
 SERIAL_TESTS: set[str] = set()

@@ -99,14 +99,17 @@ def run_drills(settings: Settings, names: tuple[str, ...], database: str | None,
 
 
 @click.command("drill")
-@click.option("--only", type=click.Choice(NAMES), default=None, help="Run this drill alone.")
+@click.option(
+    "--only", type=click.Choice(NAMES), multiple=True,
+    help="Run this drill alone (repeat it for several).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (for CI).")
 @click.option("--record", is_flag=True, help="Keep the summary in the configured database.")
 @click.option(
     "--database", default=None,
     help="An empty database for the drill (URL). [default: a scratch SQLite file]",
 )  # fmt: skip
-def drill_command(only: str | None, as_json: bool, record: bool, database: str | None) -> None:
+def drill_command(only: tuple[str, ...], as_json: bool, record: bool, database: str | None) -> None:
     """Run the practice drills on a scratch database with this deployment's configuration.
 
     Real workers, a local relay that misbehaves on cue; no mail leaves this machine and
@@ -127,7 +130,7 @@ def drill_command(only: str | None, as_json: bool, record: bool, database: str |
     def say(line: str) -> None:
         click.echo(line, err=as_json)
 
-    names = (only,) if only else NAMES
+    names = only or NAMES
     about, results = run_drills(settings, names, database, say)
     if as_json:
         click.echo(json.dumps(report.document(results, about), indent=2))
