@@ -50,11 +50,12 @@ def check_database(url: str) -> None:
     """Refuse to start (StartRefused) on a database unreachable, without or behind the schema."""
     from console.store.schema_check import DatabaseNotReady
     from console.store.schema_check import check_database as check
+    from console.words.refusals import said
 
     try:
         check(url)
     except DatabaseNotReady as error:
-        raise StartRefused(str(error)) from None
+        raise StartRefused(said(error)) from None
 
 
 class ConsoleGroup(FlaskGroup):
@@ -236,6 +237,7 @@ def forget_command(address: str, reason: str, cancel: bool) -> None:
     from console.store.actions import ActionRefused
     from console.web import erasure_words
     from console.web.extensions import db
+    from console.words.refusals import said
 
     try:
         report = erasure.forget(
@@ -245,5 +247,5 @@ def forget_command(address: str, reason: str, cancel: bool) -> None:
         db.session.commit()
     except ActionRefused as exc:
         db.session.rollback()
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(said(exc)) from None
     click.echo(erasure_words.summary(report))

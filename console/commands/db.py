@@ -55,6 +55,7 @@ def upgrade_command(revision: str) -> None:
     from alembic.util import CommandError
 
     from console.store.schema_check import DatabaseNotReady, shown_url
+    from console.words.refusals import said
 
     url = current_app.extensions["console.settings"].database_url
     migrations = current_app.extensions["migrate"].migrate
@@ -62,5 +63,5 @@ def upgrade_command(revision: str) -> None:
         before = _revision_at(url)
         command.upgrade(migrations.get_config(), revision)
     except (CommandError, DatabaseNotReady) as error:
-        raise click.ClickException(str(error)) from None
+        raise click.ClickException(said(error)) from None
     click.echo(upgrade_summary(shown_url(url), before, _revision_at(url)))

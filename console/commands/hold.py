@@ -21,6 +21,7 @@ from console.ops.hold_targets import known_selector, max_ages
 from console.state_tables import HOLD_DOMAIN, HOLD_LANE, HOLD_TEMPLATE
 from console.store import holds
 from console.store.actions import ActionRefused
+from console.words.refusals import said
 
 
 def _catalog() -> TemplateCatalog:
@@ -69,7 +70,7 @@ def hold_command(lane, template, domain, reason: str, until: str | None) -> None
         try:
             selector = known_selector(kind, text, _catalog())
         except holds.UnknownTarget as exc:
-            raise click.UsageError(str(exc)) from None
+            raise click.UsageError(said(exc)) from None
         try:
             placed = holds.place_hold(
                 session, selector, actor=_actor(), reason=reason, now=utcnow(), until=_until(until)
@@ -78,7 +79,7 @@ def hold_command(lane, template, domain, reason: str, until: str | None) -> None
             session.commit()
         except ActionRefused as exc:
             session.rollback()
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(said(exc)) from None
         ends = f" until {placed.until:%Y-%m-%d %H:%M:%S} UTC" if placed.until else ""
         click.echo(f"held {selector.describe()}{ends}; {waiting} pending intents wait behind it")
 
@@ -106,10 +107,10 @@ def release_command(lane, template, domain, reason: str | None) -> None:
             )
             session.commit()
         except holds.UnknownTarget as exc:
-            raise click.UsageError(str(exc)) from None
+            raise click.UsageError(said(exc)) from None
         except ActionRefused as exc:
             session.rollback()
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(said(exc)) from None
         expired = f"; {released.expired} expired while held" if released.expired else ""
         click.echo(f"released {selector.describe()}: {released.waiting} intents due now{expired}")
 

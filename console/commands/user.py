@@ -16,6 +16,7 @@ from console.store.accounts import (
     set_password,
 )
 from console.vocabulary import ROLES
+from console.words.refusals import said
 
 COMMAND_LINE_ACTOR = "command line"  # the audit log's actor for these commands
 
@@ -45,7 +46,7 @@ def create_user_command(name: str, role: str, password_stdin: bool) -> None:
             session.commit()
         except UserError as exc:
             session.rollback()
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(said(exc)) from None
         click.echo(f"created {role} {user.username}")
 
 
@@ -65,7 +66,7 @@ def set_password_command(name: str, password_stdin: bool) -> None:
             session.commit()
         except UserError as exc:
             session.rollback()
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(said(exc)) from None
         click.echo(f"new password set for {user.username}; their sessions have ended")
 
 

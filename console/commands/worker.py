@@ -19,6 +19,7 @@ from typing import NoReturn
 from console import logs
 from console.config import Settings, load_settings
 from console.paths import instance_dir
+from console.words.refusals import said
 from console.worker.claim import record_clean_stop
 from console.worker.loop import Worker
 from console.worker.running import run_loop
@@ -54,7 +55,7 @@ def main() -> None:
 
 
 def _refuse(error: Exception, status: int) -> NoReturn:
-    print(f"Error: {error}", file=sys.stderr)
+    print(f"Error: {said(error)}", file=sys.stderr)
     raise SystemExit(status) from None
 
 

@@ -141,7 +141,7 @@ def not_the_demos(url: str) -> str | None:
             )
         revision = schema_check.current_revision(connection)
         if schema_check.is_behind(revision):
-            return schema_check.behind_message(url, revision)
+            return str(schema_check.behind(url, revision))
     return None
 
 

@@ -26,6 +26,7 @@ from console.models import OperatorUser, utcnow
 from console.store.actions import ActionRefused, StaleAction, required_reason
 from console.store.audit import audit_values, write_audit
 from console.vocabulary import ROLES
+from console.words.refusals import Refusal
 
 MIN_PASSWORD_LENGTH = 8
 USERNAME_LENGTHS = (3, 64)
@@ -42,8 +43,8 @@ def username_key(raw: str) -> str:
     return normalize_username(raw).casefold()
 
 
-class UserError(ValueError):
-    """The account cannot be created or changed as asked."""
+class UserError(Refusal, ValueError):
+    """The account cannot be created or changed as asked: `reason` and its facts say why."""
 
 
 class UsernameTaken(UserError):
@@ -55,18 +56,15 @@ def new_username(session: Session, raw: str) -> str:
     username = normalize_username(raw)
     shortest, longest = USERNAME_LENGTHS
     if not shortest <= len(username) <= longest:
-        raise UserError(f"username must be {shortest} to {longest} characters")
+        raise UserError("username_length", shortest=shortest, longest=longest)
     if not _USERNAME_CHARACTERS.fullmatch(username):
-        raise UserError(
-            "username may hold only letters a-z and A-Z, digits, '.', '_' and '-' "
-            "(no spaces, accents or look-alike letters)"
-        )
+        raise UserError("username_characters")
     same = select(OperatorUser.username).where(
         func.lower(OperatorUser.username) == username.lower()
     )
     taken = session.execute(same.limit(1)).scalar_one_or_none()
     if taken is not None:
-        raise UserError(f"user {taken!r} already exists (names are unique whatever their case)")
+        raise UserError("username_taken", username=taken)
     return username
 
 
@@ -78,7 +76,7 @@ def create_user(session: Session, username: str, password: str, role: str) -> Op
     """
     username = new_username(session, username)
     if role not in ROLES:
-        raise UserError(f"role must be one of {', '.join(ROLES)}")
+        raise UserError("role_unknown", roles=ROLES)
     _check_new_password(password)
     user = OperatorUser(
         username=username,
@@ -93,7 +91,7 @@ def create_user(session: Session, username: str, password: str, role: str) -> Op
     except IntegrityError as exc:
         if "username" not in str(exc.orig):
             raise
-        raise UsernameTaken(f"user {username!r} already exists: it was created meanwhile") from None
+        raise UsernameTaken("username_taken_meanwhile", username=username) from None
     return user
 
 
@@ -182,14 +180,13 @@ def set_user_active(
     reason = None if active else required_reason(reason)
     user = session.get(OperatorUser, user_id)
     if user is None:
-        raise ActionRefused(f"user {user_id} does not exist")
+        raise ActionRefused("user_missing", user_id=user_id)
     if user.username == actor and not active:
-        raise ActionRefused("you cannot deactivate your own account")
+        raise ActionRefused("own_deactivation")
     if bool(user.active) == active:
-        state = "active" if active else "deactivated"
-        raise StaleAction(f"{user.username} is already {state}: nothing was done")
+        raise StaleAction("already_active", username=user.username, active=active)
     if not active and user.role == "admin" and _active_admins(session) <= 1:
-        raise ActionRefused("the last active admin cannot be deactivated")
+        raise ActionRefused("last_admin_deactivation")
     changed = session.execute(
         update(OperatorUser)
         .where(OperatorUser.id == user_id, OperatorUser.active == (not active))
@@ -197,7 +194,7 @@ def set_user_active(
         .execution_options(synchronize_session=False)
     ).rowcount
     if changed != 1:
-        raise StaleAction(f"{user.username} changed meanwhile: nothing was done")
+        raise StaleAction("user_changed", username=user.username)
     end_sessions(session, user)
     action = "user_activate" if active else "user_deactivate"
     entry = audit_values(actor=actor, action=action, now=now, target=user.username, reason=reason)
@@ -224,7 +221,7 @@ def end_sessions(session: Session, user: OperatorUser) -> int:
 
 def _check_new_password(password: str) -> None:
     if len(password) < MIN_PASSWORD_LENGTH:
-        raise UserError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
+        raise UserError("password_too_short", shortest=MIN_PASSWORD_LENGTH)
 
 
 def change_password(
@@ -235,7 +232,7 @@ def change_password(
     Returns the new session generation (the caller keeps its own session with it).
     """
     if not verify_password(user, current):
-        raise UserError("the current password is not right")
+        raise UserError("password_wrong")
     _check_new_password(new)
     user.password_hash = generate_password_hash(new)
     generation = end_sessions(session, user)
@@ -249,7 +246,7 @@ def change_password(
 def _account(session: Session, user_id: int) -> OperatorUser:
     user = session.get(OperatorUser, user_id)
     if user is None:
-        raise ActionRefused(f"user {user_id} does not exist")
+        raise ActionRefused("user_missing", user_id=user_id)
     return user
 
 
@@ -285,13 +282,13 @@ def set_user_role(
     last active admin's."""
     user = _account(session, user_id)
     if role not in ROLES:
-        raise ActionRefused(f"role must be one of {', '.join(ROLES)}")
+        raise ActionRefused("role_unknown", roles=ROLES)
     if user.username == actor:
-        raise ActionRefused("you cannot change your own role")
+        raise ActionRefused("own_role")
     if user.role == role:
-        raise StaleAction(f"{user.username} is already {role}: nothing was done")
+        raise StaleAction("already_role", username=user.username, role=role)
     if user.role == "admin" and user.active and _active_admins(session) <= 1:
-        raise ActionRefused("the last active admin must stay admin")
+        raise ActionRefused("last_admin_role")
     before, user.role = user.role, role
     end_sessions(session, user)
     entry = audit_values(

@@ -6,10 +6,11 @@ them), and the columns the other writers change without touching
 ``updated_at`` (provider facts and id, the retention scrub, a domain deferral's
 next attempt). The page carries it as one opaque token (``version_of``); an
 action given that token refuses (StaleAction, 409) when the intent moved since,
-saying what changed. The UPDATE itself is a compare-and-set on every column of
-the version as read just before it, so a double click, a second tab or a
-concurrent worker makes the later write change nothing. The functions never
-commit; the caller does.
+its reason naming what changed. The UPDATE itself is a compare-and-set on every
+column of the version as read just before it, so a double click, a second tab or
+a concurrent worker makes the later write change nothing. The functions never
+commit; the caller does. A refusal carries a reason and facts, not a sentence:
+``console/words/refusals.py`` words it.
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ from sqlalchemy.orm import Session
 from console.models import Intent
 from console.store.audit import audit_values, write_audit
 from console.vocabulary import PENDING, SENDING
+from console.words.refusals import Refusal
 
 MAX_REASON_LENGTH = 2000
 _CHUNK = 500
 
 
-class ActionRefused(ValueError):
-    """The action cannot be done as asked; the message says why. Nothing changed."""
+class ActionRefused(Refusal, ValueError):
+    """The action cannot be done as asked: `reason` and its facts say why. Nothing changed."""
 
 
 class StaleAction(ActionRefused):
@@ -58,9 +60,9 @@ def required_reason(reason: str | None) -> str:
     """Return the operator's reason, stripped; ActionRefused when missing or too long."""
     reason = (reason or "").strip()
     if not reason:
-        raise ActionRefused("a reason is required")
+        raise ActionRefused("reason_missing")
     if len(reason) > MAX_REASON_LENGTH:
-        raise ActionRefused(f"the reason is longer than {MAX_REASON_LENGTH} characters")
+        raise ActionRefused("reason_too_long", limit=MAX_REASON_LENGTH)
     return reason
 
 
@@ -100,43 +102,45 @@ def _seen(intent_id: int, token: str) -> dict[str, Any]:
     except (binascii.Error, ValueError):
         values = None
     if not isinstance(values, list) or len(values) != len(_VERSION_NAMES):
-        raise ActionRefused(
-            f"the page's version of intent {intent_id} cannot be read: "
-            "reload the page and act again"
-        )
+        raise ActionRefused("version_unreadable", intent_id=intent_id)
     return dict(zip(_VERSION_NAMES, values, strict=True))
 
 
-def _what_changed(row: Row, seen: dict[str, Any]) -> str | None:
-    """Say in words how `row` differs from the version the operator saw; None if it does not."""
+def _what_changed(row: Row, seen: dict[str, Any]) -> StaleAction | None:
+    """The refusal naming how `row` differs from the version the operator saw; None if it
+    does not."""
     now = {name: _plain(getattr(row, name)) for name in _VERSION_NAMES}
-    since = "since you opened this page"
     if now == seen:
         return None
     if now["attempt_count"] != seen["attempt_count"]:
-        return f"it was retried {since}: now {row.status} after attempt {row.attempt_count}"
+        return StaleAction(
+            "retried", intent_id=row.id, status=row.status, attempt_count=row.attempt_count
+        )
     if now["status"] != seen["status"]:
-        why = f" ({row.status_reason})" if row.status_reason else ""
-        return f"it changed {since}: now {row.status}{why}, no longer {seen['status']}"
+        return StaleAction(
+            "status_changed",
+            intent_id=row.id,
+            status=row.status,
+            status_reason=row.status_reason,
+            was=seen["status"],
+        )
     if now["bounced_at"] != seen["bounced_at"] or now["bounce_type"] != seen["bounce_type"]:
-        return f"a bounce ({row.bounce_type}) was recorded {since}"
+        return StaleAction("bounce_recorded", intent_id=row.id, bounce_type=row.bounce_type)
     if now["complained_at"] != seen["complained_at"]:
-        return f"a complaint was recorded {since}"
+        return StaleAction("complaint_recorded", intent_id=row.id)
     if now["delivered_at"] != seen["delivered_at"]:
-        return f"a delivery was recorded {since}"
+        return StaleAction("delivery_recorded", intent_id=row.id)
     if now["provider_message_id"] != seen["provider_message_id"]:
-        return f"the provider's message id {row.provider_message_id} was recorded {since}"
+        return StaleAction(
+            "provider_id_recorded", intent_id=row.id, provider_message_id=row.provider_message_id
+        )
     if now["params_scrubbed_at"] != seen["params_scrubbed_at"]:
-        return f"retention removed its params {since}"
+        return StaleAction("params_scrubbed", intent_id=row.id)
     if now["next_attempt_at"] != seen["next_attempt_at"]:
-        return f"its next attempt was moved to {row.next_attempt_at:%H:%M:%S} UTC {since}"
-    return f"it changed {since} (now {row.status})"
-
-
-def _stale(row: Row, change: str) -> StaleAction:
-    return StaleAction(
-        f"Intent {row.id}: {change}. Nothing was done; read the page again before acting."
-    )
+        return StaleAction(
+            "next_attempt_moved", intent_id=row.id, next_attempt_at=row.next_attempt_at
+        )
+    return StaleAction("changed_otherwise", intent_id=row.id, status=row.status)
 
 
 def _read_intent(session: Session, intent_id: int) -> Row | None:
@@ -170,30 +174,26 @@ def load_intent(
     """
     row = _read_intent(session, intent_id)
     if row is None:
-        raise ActionRefused(f"intent {intent_id} does not exist")
+        raise ActionRefused("intent_missing", intent_id=intent_id)
     if expected_version is not None:
-        change = _what_changed(row, _seen(intent_id, expected_version))
-        if change is not None:
-            raise _stale(row, change)
+        stale = _what_changed(row, _seen(intent_id, expected_version))
+        if stale is not None:
+            raise stale
     if expected_status is not None and row.status != expected_status:
         raise StaleAction(
-            f"intent {intent_id} is now {row.status}, no longer {expected_status}: nothing was done"
+            "status_moved", intent_id=intent_id, status=row.status, expected=expected_status
         )
     if row.status == SENDING and row.lease_expires_at and row.lease_expires_at > now:
-        raise ActionRefused(
-            f"a worker holds a live lease on intent {intent_id} until "
-            f"{row.lease_expires_at:%H:%M:%S} UTC; wait for its outcome"
-        )
+        raise ActionRefused("lease_held", intent_id=intent_id, until=row.lease_expires_at)
     return row
 
 
-def refuse_unless(row: Row, allowed: Iterable[str], verb: str) -> None:
-    """Refuse to `verb` an intent whose status is not one of `allowed`."""
+def refuse_unless(row: Row, allowed: Iterable[str], action: str) -> None:
+    """Refuse `action` (its audit name) on an intent whose status is not one of `allowed`."""
     allowed = tuple(allowed)
     if row.status not in allowed:
         raise ActionRefused(
-            f"cannot {verb} intent {row.id}: it is {row.status} "
-            f"(only possible from {', '.join(allowed)})"
+            "wrong_status", action=action, intent_id=row.id, status=row.status, allowed=allowed
         )
 
 
@@ -218,9 +218,9 @@ def _compare_and_set(session: Session, row: Row, values: dict[str, Any]) -> None
     if session.execute(statement).rowcount != 1:
         current = _read_intent(session, row.id)
         if current is None:
-            raise StaleAction(f"intent {row.id} was removed meanwhile: nothing was done")
+            raise StaleAction("intent_removed", intent_id=row.id)
         seen = {name: _plain(getattr(row, name)) for name in _VERSION_NAMES}
-        raise _stale(current, _what_changed(current, seen) or "it changed meanwhile")
+        raise _what_changed(current, seen) or StaleAction("changed_meanwhile", intent_id=row.id)
 
 
 def act(

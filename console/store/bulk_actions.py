@@ -58,7 +58,7 @@ def _bulk_conditions(
     session: Session, filters: SearchFilters, action: str, at: dt.datetime
 ) -> tuple[list[Any], Any]:
     if action not in BULK_ACTIONS:
-        raise ActionRefused(f"unknown bulk action {action!r}")
+        raise ActionRefused("bulk_action_unknown", action=action)
     conditions = filters.conditions(session.get_bind().dialect.name, at)
     suppressed = (
         select(Suppression.id).where(Suppression.recipient == func.lower(Intent.recipient)).exists()

@@ -101,7 +101,7 @@ def _quoting_elsewhere(address: str):
 def preview(session: Session, address: str, *, secret_key: str) -> ErasurePreview:
     """Count what erasing `address` would remove; ActionRefused for an invalid address."""
     if not secret_key:
-        raise ActionRefused("an erasure needs the secret key (CONSOLE_SECRET_KEY)")
+        raise ActionRefused("secret_key_missing")
     address = normalized_address(address)
     intents = session.execute(select(Intent.id, Intent.status).where(_to_address(address))).all()
     ids = [row.id for row in intents]
@@ -121,16 +121,6 @@ def preview(session: Session, address: str, *, secret_key: str) -> ErasurePrevie
         suppressed=session.execute(suppressed).first() is not None,
         params_elsewhere=sum(row.status in TERMINAL_STATUSES for row in elsewhere),
         unsent_elsewhere=[row.id for row in elsewhere if row.status not in TERMINAL_STATUSES],
-    )
-
-
-def refusal(unfinished: list[tuple[int, str]]) -> str:
-    """The message that names the unfinished intents an erasure will not delete."""
-    named = ", ".join(f"{intent_id} ({status})" for intent_id, status in unfinished[:LISTED])
-    more = f" and {len(unfinished) - LISTED} more" if len(unfinished) > LISTED else ""
-    return (
-        f"intents not finished: {named}{more}; cancel them first "
-        "(--cancel, or tick 'cancel them' in the console)"
     )
 
 
@@ -211,7 +201,8 @@ def forget(
     plan = preview(session, address, secret_key=secret_key)
     address, token = plan.address, plan.token
     if plan.unfinished and not cancel:
-        raise ActionRefused(refusal(plan.unfinished))
+        unfinished, count = plan.unfinished[:LISTED], len(plan.unfinished)
+        raise ActionRefused("intents_unfinished", unfinished=unfinished, count=count)
     wipe_when_committed(session)
     cancelled = _cancel(session, plan.unfinished, now)
     ids = list(session.execute(select(Intent.id).where(_to_address(address))).scalars())
@@ -221,7 +212,7 @@ def forget(
     ).rowcount
     deleted = delete_finished_intents(session, ids)
     if len(deleted) != len(ids):
-        raise StaleAction("an intent to that address changed meanwhile: nothing was done")
+        raise StaleAction("address_changed")
     naming = session.execute(
         delete(ProviderEvent).where(_events_naming(address)),
         execution_options={"synchronize_session": False},

@@ -44,7 +44,7 @@ def past_max_age(created_at: dt.datetime, now: dt.datetime, max_age_seconds: flo
 
 
 def _more_attempts_refused(cap: int) -> ActionRefused:
-    return ActionRefused(f"give it a whole number of more attempts, from 1 to {cap}")
+    return ActionRefused("more_attempts_range", cap=cap)
 
 
 def more_attempts_from(text: str | None, cap: int) -> int | None:
@@ -129,16 +129,9 @@ def requeue(
 def _refuse_unless_still_wanted(row: Row, now: dt.datetime) -> None:
     """Refuse to requeue mail whose params retention removed, or past its application's expiry."""
     if row.params_scrubbed_at is not None:
-        raise ActionRefused(
-            f"cannot requeue intent {row.id}: its params were removed by retention "
-            f"on {row.params_scrubbed_at:%Y-%m-%d}; enqueue the mail again with a new key"
-        )
+        raise ActionRefused("params_removed", intent_id=row.id, scrubbed_at=row.params_scrubbed_at)
     if row.expires_at is not None and row.expires_at <= now:
-        raise ActionRefused(
-            f"cannot requeue intent {row.id}: it expired at {row.expires_at:%Y-%m-%d %H:%M:%S} UTC "
-            "(the expiry its application set); enqueue the mail again with a new key if it is "
-            "still wanted"
-        )
+        raise ActionRefused("past_expiry", intent_id=row.id, expires_at=row.expires_at)
 
 
 def dead_letter(
@@ -155,7 +148,7 @@ def dead_letter(
     now = now or utcnow()
     reason = required_reason(reason)
     row = load_intent(session, intent_id, expected_status, now, expected_version)
-    refuse_unless(row, (PENDING,), "dead-letter")
+    refuse_unless(row, (PENDING,), "dead_letter")
     values = dict(status=DEAD, status_reason=f"dead-lettered by {actor}")
     return act(
         session, row, action="dead_letter", values=values, actor=actor, reason=reason, now=now
@@ -169,7 +162,7 @@ def record_preview(
     now = now or utcnow()
     status = session.execute(select(Intent.status).where(Intent.id == intent_id)).scalar()
     if status is None:
-        raise ActionRefused(f"intent {intent_id} does not exist")
+        raise ActionRefused("intent_missing", intent_id=intent_id)
     entry = audit_values(
         actor=actor, action="preview", now=now, intent_id=intent_id, before=status, after=status
     )

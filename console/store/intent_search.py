@@ -36,6 +36,7 @@ from console.store import delivery_facts
 from console.store.prefix_search import PREFIX_COLUMNS, PrefixPosition, prefix_rows, sort_value
 from console.store.statements import PAGE_SIZE, dialect_of, prefix_match
 from console.vocabulary import LANES, STATUSES
+from console.words.refusals import Refusal
 
 # name -> (label, youngest age in seconds, oldest age in seconds or None)
 AGE_BUCKETS: dict[str, tuple[str, int, int | None]] = {
@@ -57,8 +58,8 @@ class _AnyValue:
         return True
 
 
-class InvalidFilter(ValueError):
-    """A search filter has a value the console does not know; the message names it."""
+class InvalidFilter(Refusal, ValueError):
+    """A search filter or page position the console does not know: `reason` and its facts."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,9 +78,9 @@ class SearchFilters:
     def from_args(cls, args: Mapping[str, str]) -> SearchFilters:
         """Read filters from query arguments; InvalidFilter on an unknown value."""
         values = {name: (args.get(name) or "").strip() or None for name in _KNOWN}
-        for name, (words, known) in _KNOWN.items():
+        for name, known in _KNOWN.items():
             if values[name] and values[name] not in known:
-                raise InvalidFilter(f"unknown {words} {values[name]!r}")
+                raise InvalidFilter("filter_unknown", name=name, value=values[name])
         return cls(q=(args.get("q") or "").strip()[:320], **values)
 
     def as_args(self) -> dict[str, str]:
@@ -107,14 +108,14 @@ class SearchFilters:
         return conditions
 
 
-# each filter's name -> (what the refusal calls it, the values it takes); any template may be asked
-_KNOWN: dict[str, tuple[str, Any]] = {
-    "status": ("status", STATUSES),
-    "lane": ("lane", LANES),
-    "template": ("template", _AnyValue()),
-    "age": ("age", SEARCH_AGES),
-    "fact": ("provider report", delivery_facts.FACT_FILTERS),
-    "within": ("window", delivery_facts.WITHIN),
+# each filter's name -> the values it takes; any template may be asked
+_KNOWN: dict[str, Any] = {
+    "status": STATUSES,
+    "lane": LANES,
+    "template": _AnyValue(),
+    "age": SEARCH_AGES,
+    "fact": delivery_facts.FACT_FILTERS,
+    "within": delivery_facts.WITHIN,
 }
 
 
@@ -218,7 +219,7 @@ def decode_cursor(cursor: str) -> Position:
             return PrefixPosition(match[2], _row_id(match[1]))
     except (OverflowError, ValueError):  # a time or an id beyond what any row holds
         pass
-    raise InvalidFilter(f"the page position {cursor[:80]!r} is not one this console made")
+    raise InvalidFilter("position_unknown", position=cursor)
 
 
 def _row_id(digits: str) -> int:
@@ -247,7 +248,7 @@ def search_intents(
         found = _text_search(session, filters.q, conditions, position, limit + 1)
     else:
         if isinstance(position, PrefixPosition):
-            raise InvalidFilter("that page position belongs to a search with text")
+            raise InvalidFilter("position_needs_text")
         found = _newest_first(session, _filter_branches(filters), conditions, position, limit + 1)
     next_after = _encode(found[limit - 1][1]) if len(found) > limit else None
     return SearchPage([IntentRow(*row) for row, _ in found[:limit]], next_after)

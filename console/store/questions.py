@@ -69,12 +69,10 @@ def question_for(session: Session, intent_id: int) -> Question:
         select(*columns, Intent.status).where(Intent.id == intent_id)
     ).one_or_none()
     if row is None:
-        raise ActionRefused(f"intent {intent_id} does not exist")
+        raise ActionRefused("intent_missing", intent_id=intent_id)
     *asked, status = row
     if status != AMBIGUOUS:
-        raise StaleAction(
-            f"intent {intent_id} is now {status}, no longer ambiguous: nothing was done"
-        )
+        raise StaleAction("status_moved", intent_id=intent_id, status=status, expected=AMBIGUOUS)
     if asked[4] is None:
-        raise ActionRefused(f"intent {intent_id} has no attempt to ask about")
+        raise ActionRefused("no_attempt", intent_id=intent_id)
     return Question(*asked)

@@ -46,11 +46,11 @@ def reconcile(
     """
     now = now or utcnow()
     if resolution not in RESOLUTIONS:
-        raise ActionRefused(f"unknown resolution {resolution!r}: use {', '.join(RESOLUTIONS)}")
+        raise ActionRefused("resolution_unknown", resolution=resolution, resolutions=RESOLUTIONS)
     reason = required_reason(reason)
     provider_message_id = (provider_message_id or "").strip() or None
     if provider_message_id and len(provider_message_id) > MAX_PROVIDER_ID_LENGTH:
-        raise ActionRefused(f"the provider id is longer than {MAX_PROVIDER_ID_LENGTH} characters")
+        raise ActionRefused("provider_id_too_long", limit=MAX_PROVIDER_ID_LENGTH)
     row = load_intent(session, intent_id, expected_status, now, expected_version)
     refuse_unless(row, (AMBIGUOUS,), "reconcile")
     values = _resolved_values(resolution, actor, now, provider_message_id)

@@ -1,7 +1,8 @@
 """Start-up's look at the database: can it be reached, and is its schema the one the code needs?
 
-``serve``, ``worker`` and ``demo`` ask before they start anything; the answer is one line saying
-what is wrong and what to do (``DatabaseNotReady``). A schema newer than the code (a revision
+``serve``, ``worker`` and ``demo`` ask before they start anything; the answer is a
+``DatabaseNotReady`` whose reason and facts say what is wrong (its sentence, in
+``console/words/refusals.py``, also says what to do). A schema newer than the code (a revision
 this code does not know) passes: during a rolling upgrade the old processes keep running beside
 the new schema.
 """
@@ -20,13 +21,13 @@ from sqlalchemy.exc import DBAPIError
 from console.core.setting_values import normalized_database_url
 from console.paths import MIGRATIONS_DIR
 from console.store.database import make_engine
+from console.words.refusals import Refusal
 
-UPGRADE_COMMAND = "console db upgrade"
 VERSION_TABLE = "alembic_version"  # where Alembic records the revision
 
 
-class DatabaseNotReady(Exception):
-    """The database cannot serve this code yet; the message says why and what to do."""
+class DatabaseNotReady(Refusal):
+    """The database cannot serve this code yet: `reason` and its facts say why."""
 
 
 # The newest migration's revision, so that a database already there is let through without
@@ -73,14 +74,6 @@ def current_revision(connection: Connection) -> str | None:
     return connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
 
 
-def _reason(error: DBAPIError) -> str:
-    """The driver's message on one line, each of its lines a punctuated sentence."""
-    lines = [" ".join(line.split()) for line in str(error.orig or error).splitlines()]
-    lines = [line for line in lines if line]
-    ended = [line if line[-1] in ".?!:;," else line + "." for line in lines[:-1]]
-    return " ".join(ended + lines[-1:])
-
-
 @contextlib.contextmanager
 def connected(url: str) -> Iterator[Connection]:
     """A connection to `url`; DatabaseNotReady, saying what failed, when none can be made."""
@@ -89,9 +82,9 @@ def connected(url: str) -> Iterator[Connection]:
         try:
             connection = engine.connect()
         except DBAPIError as error:
+            problem = str(error.orig or error)
             raise DatabaseNotReady(
-                f"cannot connect to the database at {shown_url(url)} ({_reason(error)}): "
-                "check CONSOLE_DATABASE_URL and that the database is running"
+                "database_unreachable", url=shown_url(url), problem=problem
             ) from None
         with connection:
             yield connection
@@ -99,12 +92,10 @@ def connected(url: str) -> Iterator[Connection]:
         engine.dispose()
 
 
-def behind_message(url: str, revision: str | None) -> str:
-    """The line that says the schema at `url` is missing or behind, and what to run."""
-    state = "has no schema" if revision is None else f"is at revision {revision}"
-    return (
-        f"the database at {shown_url(url)} {state}, the code needs {head_revision()}: "
-        f'run "{UPGRADE_COMMAND}"'
+def behind(url: str, revision: str | None) -> DatabaseNotReady:
+    """The refusal that says the schema at `url` is missing (`revision` None) or behind."""
+    return DatabaseNotReady(
+        "schema_behind", url=shown_url(url), revision=revision, needs=head_revision()
     )
 
 
@@ -113,4 +104,4 @@ def check_database(url: str) -> None:
     with connected(url) as connection:
         revision = current_revision(connection)
     if is_behind(revision):
-        raise DatabaseNotReady(behind_message(url, revision))
+        raise behind(url, revision)

@@ -81,7 +81,7 @@ def normalized_address(raw: str) -> str:
     try:
         return validate_email(raw.strip(), check_deliverability=False).normalized.lower()
     except EmailNotValidError as exc:
-        raise ActionRefused(f"invalid address {raw!r}: {exc}") from None
+        raise ActionRefused("address_invalid", address=raw, problem=str(exc)) from None
 
 
 def _insert_ignoring_duplicate(session: Session, values: dict[str, Any]) -> int | None:
@@ -112,7 +112,7 @@ def add_suppression(
         None if held else _insert_ignoring_duplicate(session, {**values, "created_at": now})
     )
     if suppression_id is None:
-        raise StaleAction(f"{recipient} is already on the suppression list: nothing was done")
+        raise StaleAction("already_suppressed", recipient=recipient)
     entry = audit_values(
         actor=actor, action="suppression_add", now=now, reason=reason, target=recipient
     )
@@ -138,7 +138,7 @@ def remove_suppression(
         .execution_options(synchronize_session=False)
     ).one_or_none()
     if removed is None:
-        raise StaleAction("that suppression was already removed: nothing was done")
+        raise StaleAction("suppression_gone")
     details = {"suppressed_for": removed.reason, "note": removed.note}
     entry = audit_values(
         actor=actor,
@@ -165,7 +165,7 @@ def release_held_back(
     reason = required_reason(reason)
     recipient = normalized_address(address)
     if is_suppressed(session, recipient):
-        raise ActionRefused(f"{recipient} is still suppressed: remove the suppression first")
+        raise ActionRefused("still_suppressed", recipient=recipient)
     held = session.execute(
         select(Intent.id, Intent.recipient).where(
             Intent.status == SUPPRESSED, func.lower(Intent.recipient) == recipient

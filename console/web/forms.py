@@ -15,6 +15,7 @@ from flask import g, redirect, url_for
 
 from console.core.readable import sentence
 from console.store.actions import StaleAction
+from console.words.refusals import said
 
 
 def done(message: str, endpoint: str, **values):
@@ -41,7 +42,7 @@ def stands_for(endpoint: str, **values) -> None:
 
 def refusal_words(not_done: str, exc: Exception) -> str:
     """One sentence: "Not removed: <why>.", or just the reason when it says nothing was done."""
-    why = str(exc).strip()
+    why = said(exc).strip()
     if "nothing was done" in why.lower() or why.lower().startswith(not_done.lower()):
         return _as_stored(why)
     return sentence(f"{not_done}: {why}")

@@ -105,7 +105,7 @@ def _until(raw: str) -> dt.datetime | None:
         until = dt.datetime.fromisoformat(raw.strip())
     except ValueError:
         example = until_placeholder(utcnow())
-        raise ActionRefused(f"not a time: {raw[:40]!r} (write it as {example}, in UTC)") from None
+        raise ActionRefused("time_unreadable", text=raw, example=example) from None
     return until if until.tzinfo else until.replace(tzinfo=dt.UTC)
 
 

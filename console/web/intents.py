@@ -303,7 +303,8 @@ def _refuse_a_requeue_too_late(intent_id: int):
     intent = _detail_or_404(intent_id).intent
     step = _next_step(intent)
     if step.template_too_late:
-        raise actions.ActionRefused(next_step.too_late_words(step))
+        deadline = step.too_late
+        raise actions.ActionRefused("requeue_too_late", until=deadline.at, why=deadline.why)
     return intent
 
 

@@ -21,6 +21,7 @@ from console.web import action_words, forms, security
 from console.web.auth import role_required
 from console.web.display import plural
 from console.web.extensions import current_settings, db
+from console.words.refusals import said
 
 _BULK_DONE = {"requeue": "Requeued {}.", "dead_letter": "Dead-lettered {}."}
 # How far back a preview id's use is looked for when its preview page is loaded again.
@@ -47,7 +48,7 @@ def bulk_preview():
     try:
         filters = SearchFilters.from_args(request.args)
     except InvalidFilter as exc:
-        abort(400, description=str(exc))
+        abort(400, description=said(exc))
     used = bulk_confirmations.confirmation_of(
         db.session, preview_id, action, since=utcnow() - BULK_USE_LOOKBACK
     )
@@ -131,7 +132,7 @@ def bulk_apply():
     try:
         filters = SearchFilters.from_args(request.form)
     except InvalidFilter as exc:
-        abort(400, description=str(exc))
+        abort(400, description=said(exc))
     try:
         acted = bulk_actions.apply_bulk(
             db.session,
@@ -163,7 +164,7 @@ def _confirm_preview(token: str):
         try:
             filters = SearchFilters.from_args(request.form)
         except InvalidFilter as invalid:
-            abort(400, description=str(invalid))
+            abort(400, description=said(invalid))
         message = f"This confirmation's preview is {exc}: nothing was done. Here is a new one."
         return _render_bulk(action, filters, error=message, status_code=409)
     used = bulk_confirmations.confirmation_of(db.session, preview_id, action, since=previewed_at)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from console.core.readable import format_age, format_time
+from console.core.readable import format_age
 from console.vocabulary import PENDING, REQUEUEABLE_STATUSES, SENDING
+from console.words import refusals
 
 APPLICATION_SET = "set by the application"
 
@@ -136,8 +137,4 @@ def _granted_left(
 def too_late_words(step: NextStep) -> str:
     """Why a requeue cannot send the intent any more (for a step with `too_late`)."""
     deadline = step.too_late
-    return (
-        f"a requeue cannot send it: it was useful until {format_time(deadline.at)} "
-        f"({deadline.why}), so the worker would expire it again at once; "
-        "ask the application for a new one"
-    )
+    return refusals.sentence("requeue_too_late", until=deadline.at, why=deadline.why)

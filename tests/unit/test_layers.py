@@ -22,6 +22,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "console"
 LAYERS = (
     ("__init__", "vocabulary", "logs", "wakeup"),  # nothing of the application
     ("core",),  # pure decisions: no IO, no Flask
+    ("words",),  # the sentences people read, made from facts (the refusals' reasons)
     ("events", "paths"),  # provider payloads (verify, parse); where the files live
     ("config", "transports"),  # every CONSOLE_* setting; the wire
     ("mail",),  # template catalog, render, the bytes for the wire
@@ -152,14 +153,23 @@ def test_no_module_imports_one_that_imports_it_back():
 
 
 def test_the_store_words_nothing_for_people():
-    """The store returns facts; the console and the commands put them in words."""
+    """The store returns facts; the console and the commands put them in words.
+
+    Its refusals are ``console.words.refusals.Refusal``s: a reason and facts, worded there.
+    """
     wording = {
         str(path.relative_to(PACKAGE))
         for path in MODULES.values()
         if layer_of(path) == "store"
-        if "console.core.plurals" in path.read_text(encoding="utf-8")
+        if "console.core.plurals" in path.read_text(encoding="utf-8") or _words_used(path)
     }
     assert wording == set()
+
+
+def _words_used(path: Path) -> set[str]:
+    """What `path` imports of console/words/ but the refusals' base class."""
+    words = {name for name in imported_names(path) if name.split(".")[:2] == ["console", "words"]}
+    return words - {"console.words.refusals.Refusal"}
 
 
 def test_the_rules_see_a_broken_import(tmp_path):
