@@ -38,18 +38,19 @@ from console.store.statements import PAGE_SIZE, dialect_of, prefix_match
 from console.vocabulary import LANES, STATUSES
 from console.words.refusals import Refusal
 
-# name -> (label, youngest age in seconds, oldest age in seconds or None)
-AGE_BUCKETS: dict[str, tuple[str, int, int | None]] = {
-    "lt1m": ("under 1 min", 0, 60),
-    "1to5m": ("1–5 min", 60, 300),
-    "5to60m": ("5–60 min", 300, 3600),
-    "gt1h": ("over 1 h", 3600, None),
+# name -> (youngest age in seconds, oldest age in seconds or None); the pages name them
+# (console/web/display.py, AGE_WORDS)
+AGE_BUCKETS: dict[str, tuple[int, int | None]] = {
+    "lt1m": (0, 60),
+    "1to5m": (60, 300),
+    "5to60m": (300, 3600),
+    "gt1h": (3600, None),
 }
 # the search filter offers the dashboard's buckets and two wider ones
-SEARCH_AGES: dict[str, tuple[str, int, int | None]] = {
+SEARCH_AGES: dict[str, tuple[int, int | None]] = {
     **AGE_BUCKETS,
-    "lt1d": ("under 1 day", 0, 86400),
-    "gt1d": ("over 1 day", 86400, None),
+    "lt1d": (0, 86400),
+    "gt1d": (86400, None),
 }
 
 
@@ -141,7 +142,7 @@ def exact_matches(q: str) -> list[ColumnElement[bool]]:
 
 def age_conditions(age: str, now: dt.datetime) -> list[ColumnElement[bool]]:
     """Conditions on created_at for an age bucket of SEARCH_AGES."""
-    _, youngest_seconds, oldest_seconds = SEARCH_AGES[age]
+    youngest_seconds, oldest_seconds = SEARCH_AGES[age]
     conditions = [Intent.created_at <= now - dt.timedelta(seconds=youngest_seconds)]
     if oldest_seconds is not None:
         conditions.append(Intent.created_at > now - dt.timedelta(seconds=oldest_seconds))

@@ -23,7 +23,7 @@ from console.vocabulary import CLOSED, STATUSES
 from console.web import alert_words, display
 from console.web.auth import role_required
 from console.web.dashboard_figures import Dashboard, dashboard
-from console.web.display import format_age, format_timestamp, plural, readable_text
+from console.web.display import age_words, format_age, format_timestamp, plural, readable_text
 from console.web.drills import last_drill_line
 from console.web.extensions import current_settings, db
 from console.web.guard_notices import domain_deferral_notices, lane_pause_notices
@@ -195,7 +195,7 @@ def index():
         paused_lanes={lane: state for lane, state in breakers.items() if state.state != CLOSED},
         deferrals=deferrals,
         statuses=STATUSES,
-        age_buckets=intent_search.AGE_BUCKETS,
+        age_buckets=age_words(intent_search.AGE_BUCKETS),
         submitted_window_hours=SUBMITTED_WINDOW_HOURS,
         chart=shapes,
         chart_peak=peak,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 
 from flask import Flask
 from markupsafe import Markup, escape
@@ -22,6 +23,7 @@ from console.models import utcnow
 from console.store.delivery_facts import DeliveryFact
 
 __all__ = [
+    "age_words",
     "breakable",
     "fact_words",
     "format_age",
@@ -37,9 +39,23 @@ __all__ = [
     "sentence",
     "timestamp_markup",
 ]
+# the age buckets of console/store/intent_search.py as the dashboard and the search name them
+AGE_WORDS = {
+    "lt1m": "under 1 min",
+    "1to5m": "1–5 min",
+    "5to60m": "5–60 min",
+    "gt1h": "over 1 h",
+    "lt1d": "under 1 day",
+    "gt1d": "over 1 day",
+}
 # where a long address, key or id may wrap: after these characters
 _WRAP_AFTER = frozenset("@:/")
 LONGEST_UNBROKEN = 32  # a longer part may wrap anywhere rather than widen its table
+
+
+def age_words(buckets: Iterable[str]) -> dict[str, str]:
+    """Each age bucket's name -> its label, in the buckets' order."""
+    return {name: AGE_WORDS[name] for name in buckets}
 
 
 def format_timestamp(value: dt.datetime | None, seconds: bool = False) -> str:

@@ -44,7 +44,7 @@ from console.web import (
     security,
 )
 from console.web.auth import has_role, role_required
-from console.web.display import plural
+from console.web.display import age_words, plural
 from console.web.extensions import current_settings, db
 
 bp = Blueprint("intents", __name__, url_prefix="/intents")
@@ -84,7 +84,7 @@ def search():
         statuses=STATUSES,
         lanes=LANES,
         templates=default_catalog().names(),
-        ages=intent_search.SEARCH_AGES,
+        ages=age_words(intent_search.SEARCH_AGES),
         facts=FACT_FILTER_WORDS,
         fact_windows=RATE_WINDOWS,
         preview_id=bulk_confirmations.new_preview_id(),

@@ -15,7 +15,8 @@ from console.core.readable import (
     readable_text,
     sentence,
 )
-from console.web.display import breakable, format_timestamp, timestamp_markup
+from console.store.intent_search import AGE_BUCKETS, SEARCH_AGES
+from console.web.display import AGE_WORDS, age_words, breakable, format_timestamp, timestamp_markup
 from console.web.forms import refusal_words
 from console.web.holds import hold_until_words, until_placeholder
 
@@ -181,3 +182,10 @@ def test_the_hold_forms_example_end_is_in_the_future():
     example = until_placeholder(AT)
     assert example == "2026-12-02 06:00"
     assert dt.datetime.fromisoformat(example).replace(tzinfo=dt.UTC) > AT
+
+
+def test_every_age_bucket_has_its_label_in_its_order():
+    """The store counts by age bucket; the dashboard and the search name each bucket."""
+    assert set(AGE_WORDS) == set(SEARCH_AGES)
+    assert list(age_words(AGE_BUCKETS)) == list(AGE_BUCKETS)
+    assert age_words(SEARCH_AGES)["1to5m"] == "1–5 min"
