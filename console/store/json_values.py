@@ -57,15 +57,25 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     return any(isinstance(item, dict | list) for item in level)
 
 
-def params_problem(params: Any) -> str | None:
+@dataclasses.dataclass(frozen=True)
+class ParamsProblem:
+    """Why stored params cannot be rendered: unreadable, or JSON of a `kind` other than an
+    object ("array", "string", "boolean", "number"). ``console/words/params.py`` words it."""
+
+    unreadable: str | None = None  # the UnreadableJSON's problem
+    kind: str | None = None
+
+
+def params_problem(params: Any) -> ParamsProblem | None:
     """Why an intent's stored params cannot be rendered, or None when they can."""
     if params is None or isinstance(params, dict):
         return None
     if isinstance(params, UnreadableJSON):
-        return f"params unreadable: {params.problem}"
-    return f"params must be a JSON object, found {_json_kind(params)}"
+        return ParamsProblem(unreadable=params.problem)
+    return ParamsProblem(kind=_json_kind(params))
 
 
 def _json_kind(value: Any) -> str:
-    kinds = {list: "an array", str: "a string", bool: "true/false", int: "a number"}
-    return kinds.get(type(value), "a number" if isinstance(value, float) else "another value")
+    """The JSON type of a decoded value that is not an object."""
+    kinds = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return kinds.get(type(value), "other")

@@ -46,6 +46,7 @@ from console.web import (
 from console.web.auth import has_role, role_required
 from console.web.display import age_words, plural
 from console.web.extensions import current_settings, db
+from console.words.params import params_problem_words
 
 bp = Blueprint("intents", __name__, url_prefix="/intents")
 # the link to an intent's page that shows the preview its POST audited
@@ -114,7 +115,7 @@ def _render_detail(intent_id: int, status_code: int = 200, **extra):
         requeueable=intent.status in REQUEUEABLE_STATUSES,
         suppression_warning=None,
         version=actions.version_of(intent),
-        params_problem=params_problem(intent.params),
+        params_problem=_params_problem(intent),
         step=step,
         requeue_too_late=next_step.too_late_words(step) if step.too_late else None,
         settings_max_age=current_settings().max_age_seconds,
@@ -212,12 +213,18 @@ def preview(intent_id: int):
     )
 
 
+def _params_problem(intent) -> str | None:
+    """Why the intent's stored params cannot be rendered, in words; None when they can."""
+    problem = params_problem(intent.params)
+    return None if problem is None else params_problem_words(problem.unreadable, problem.kind)
+
+
 def _preview_of(intent) -> dict:
     """The message's headers and bodies, or why it cannot be shown."""
     if intent.params_scrubbed_at is not None:
         preview = {"error": "The parameters were scrubbed after the retention period."}
-    elif params_problem(intent.params) is not None:
-        preview = {"error": f"The message cannot be rendered: {params_problem(intent.params)}"}
+    elif (problem := _params_problem(intent)) is not None:
+        preview = {"error": f"The message cannot be rendered: {problem}"}
     else:
         try:
             message = build_message(intent, mail_from=current_settings().mail_from)

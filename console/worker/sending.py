@@ -33,6 +33,7 @@ from console.store.claims import Claim
 from console.store.json_values import params_problem
 from console.transports.base import OutgoingEmail
 from console.vocabulary import CLAIMED, DATA_SENT, ENVELOPE
+from console.words.params import params_problem_words
 
 log = logging.getLogger("console.worker.loop")
 
@@ -107,9 +108,9 @@ def compose(
     """Render the stored template and params, check the headers; a failure is a result.
     With `provider`, the bytes carry the intent's reference in its metadata header."""
     intent = claim.intent
-    problem = params_problem(intent.params)
-    if problem is not None:
-        return SendResult(stage=CLAIMED, error=problem[:500], error_type=RENDER_ERROR)
+    if (problem := params_problem(intent.params)) is not None:
+        error = params_problem_words(problem.unreadable, problem.kind)
+        return SendResult(stage=CLAIMED, error=error[:500], error_type=RENDER_ERROR)
     try:
         parts = catalog.render(intent.template, intent.template_version, intent.params or {})
     except (TemplateError, OSError) as error:

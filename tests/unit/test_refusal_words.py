@@ -193,3 +193,23 @@ def test_a_stale_intent_says_what_changed():
         "status_changed", intent_id=4, status="dead", status_reason="5 attempts", was="failed"
     )
     assert "now dead (5 attempts), no longer failed." in str(status)
+
+
+@pytest.mark.parametrize(
+    ("stored", "said"),
+    [
+        ("[1]", "params must be a JSON object, found an array"),
+        ('"x"', "params must be a JSON object, found a string"),
+        ("true", "params must be a JSON object, found true/false"),
+        ("2.5", "params must be a JSON object, found a number"),
+        ("[" * 100 + "]" * 100, "params unreadable: nested deeper than 64 levels"),
+    ],
+)
+def test_params_that_cannot_be_rendered_are_facts_worded_once(stored, said):
+    """The store says what is wrong with stored params; the attempt and the page word it."""
+    from console.store.json_values import params_problem, read_json
+    from console.words.params import params_problem_words
+
+    problem = params_problem(read_json(stored))
+    assert params_problem_words(problem.unreadable, problem.kind) == said
+    assert params_problem(read_json("{}")) is None
