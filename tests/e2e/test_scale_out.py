@@ -93,11 +93,11 @@ def wait_until(condition, timeout_seconds: float, every_seconds: float = 0.25) -
 
 # --- the scale-out run -------------------------------------------------------------------
 
-TOTAL_INTENTS = 20_000
-ENQUEUED_DURING_RUN = 1_000  # through enqueue(): NOTIFY wakes the other processes
+TOTAL_INTENTS = 8_000
+ENQUEUED_DURING_RUN = 500  # through enqueue(): NOTIFY wakes the other processes
 TRANSIENT_SHARE = 0.05  # 451 on the first attempt, then 250
 PERMANENT_SHARE = 0.01  # 550
-KILL_AFTER_SUBMITTED = 6_000
+KILL_AFTER_SUBMITTED = 2_500
 SETTLE_TIMEOUT_SECONDS = 150
 SMTP_CONNECTIONS = 4  # per process: at most this many sends of the victim were in flight,
 # and twice as many records written behind them (worker.loop.RECORDS_A_SENDER)

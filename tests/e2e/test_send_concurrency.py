@@ -54,7 +54,7 @@ def start_workers(count: int, db_url: str, smtp_url: str, log_dir) -> list[subpr
 
 
 # (database, worker processes, intents, the relay offers PIPELINING and CHUNKING)
-RUNS = [("postgresql", 4, 5000, True), ("sqlite", 2, 1000, False)]
+RUNS = [("postgresql", 4, 2500, True), ("sqlite", 2, 1000, False)]
 
 
 @pytest.mark.parametrize("backend,workers,intents,extensions", RUNS, indirect=["backend"])
