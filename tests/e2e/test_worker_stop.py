@@ -35,6 +35,7 @@ def environment(db_url: str) -> dict[str, str]:
         "CONSOLE_SMTP_URL": "smtp://127.0.0.1:9",  # nothing is queued: never dialled
         "CONSOLE_POLL_SECONDS": "0.2",
         "CONSOLE_LOG_LEVEL": "WARNING",
+        "PYTHONFAULTHANDLER": "1",  # SIGABRT writes every thread's stack to the log
     }
 
 
@@ -44,6 +45,18 @@ def start(db_url: str, tmp_path, *command: str) -> subprocess.Popen:
             [CONSOLE_BIN, *command], env=environment(db_url), cwd=tmp_path,
             stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
+
+
+def exit_status(process: subprocess.Popen, tmp_path, seconds: float = 30) -> int:
+    """`process`'s exit status once it exits; past `seconds`, fail with its threads' stacks
+    (SIGABRT, written by the fault handler into its log) so a stop that hangs says where."""
+    try:
+        return process.wait(seconds)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        process.wait(10)
+        logs = "\n".join(path.read_text()[-6000:] for path in tmp_path.glob("*.log"))
+        pytest.fail(f"pid {process.pid} did not stop within {seconds} s:\n{logs}")
 
 
 def heartbeats(db_url: str) -> dict[int, WorkerHeartbeat]:
@@ -94,8 +107,9 @@ def test_sigterm_and_sigint_record_the_stop_and_sigkill_does_not(db_url, console
         termed.send_signal(signal.SIGTERM)
         interrupted.send_signal(signal.SIGINT)
         killed.send_signal(signal.SIGKILL)
-        assert termed.wait(30) == 0 and interrupted.wait(30) == 0
-        assert killed.wait(30) == -signal.SIGKILL
+        assert exit_status(termed, tmp_path) == 0
+        assert exit_status(interrupted, tmp_path) == 0
+        assert exit_status(killed, tmp_path) == -signal.SIGKILL
     finally:
         for process in (termed, interrupted, killed):
             process.kill()
