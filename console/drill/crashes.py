@@ -18,7 +18,15 @@ from console.drill.reconcile import DRILL_ACTOR, exercise_rule, reconciliation_r
 from console.drill.report import Result
 from console.models import Intent
 from console.store.suppressions import add_suppression
-from console.vocabulary import AMBIGUOUS, HOLD, RESEND, SENDING, SUBMITTED, SUPPRESSED
+from console.vocabulary import (
+    AMBIGUOUS,
+    DATA_SENT,
+    HOLD,
+    RESEND,
+    SENDING,
+    SUBMITTED,
+    SUPPRESSED,
+)
 
 SETTLE_SECONDS = 15.0  # a condition not met by then fails the drill
 
@@ -122,6 +130,7 @@ def killed_after_body(ctx: DrillContext) -> Iterator[Result]:
         policy = ctx.catalog.settings(template).ambiguity_policy
         intent = ctx.enqueue("killed-after-body", template, n=template)
         killed = ctx.killed(ctx.start_worker(crash_at="before_record"), SETTLE_SECONDS)
+        stage = _stage_at_kill(ctx, intent.id)
         ctx.run_worker_until(lambda i=intent.id: ctx.settled(i), SETTLE_SECONDS)
         after = ctx.intent(intent.id)
         bodies = ctx.received(intent.message_id)
@@ -137,12 +146,22 @@ def killed_after_body(ctx: DrillContext) -> Iterator[Result]:
             expected = f"{HOLD}: ambiguous, not sent again (1 body)"
             passed = after.status == AMBIGUOUS and bodies == 1
         observed = (
-            f"{'killed' if killed else 'not killed'} after the 250; then {after.status}, "
+            f"{'killed' if killed else 'not killed'} after the 250, its attempt at {stage}; "
+            f"then {after.status}, "
             f"{bodies} {'body' if bodies == 1 else 'bodies'} with its Message-ID, "
             f"{same_key} intent with its key"
         )
-        yield Result("killed-after-body", template, expected, observed, killed and passed,
+        passed = passed and killed and stage == DATA_SENT
+        expected = f"marked {DATA_SENT} before the body; {expected}"
+        yield Result("killed-after-body", template, expected, observed, passed,
                      time.monotonic() - started)  # fmt: skip
+
+
+def _stage_at_kill(ctx: DrillContext, intent_id: int) -> str:
+    """How far the killed worker's attempt got, as the database holds it: the stage the
+    lease-expiry sweep will read to decide whether the body may have left."""
+    attempts = ctx.attempts(intent_id)
+    return attempts[-1].stage if attempts else "no attempt"
 
 
 def timeout_after_acceptance(ctx: DrillContext) -> Iterator[Result]:

@@ -108,5 +108,36 @@ def test_a_worker_that_ignores_the_marks_refusal_fails_the_drill(tmp_path):
     assert "1 body at the relay" in result["observed"]
 
 
+SKIPPED_MARK = '''
+"""The product broken on purpose: no data_sent mark is committed before the body."""
+from console.vocabulary import DATA_SENT
+from console.worker import sending
+
+
+async def on_stage(self, email, stage):
+    if stage == DATA_SENT:
+        self._crash_if("data_sent")  # the body leaves with its attempt still at "claimed"
+
+
+sending.StageMarks.on_stage = on_stage
+'''
+
+
+def test_a_worker_that_sends_the_body_unmarked_fails_the_body_left_drill(tmp_path):
+    """The mark's refusal can only be ignored where the mark refuses (suppressed-before-body,
+    above); the mark itself, committed before the body, is what the body-left drill rests on:
+    without it the sweep takes the killed send for one that never left and sends it again."""
+    (tmp_path / "sitecustomize.py").write_text(SKIPPED_MARK)
+    run = drill("--only", "killed-after-body", cwd=tmp_path, PYTHONPATH=_path_with(tmp_path))
+    results = report(run)["results"]
+    assert run.returncode == 1
+    assert results and failed(report(run)) == results, "every template's row fails"
+    assert all("its attempt at claimed" in r["observed"] for r in results)
+    held = [
+        r for r in results if r["expected"].startswith("marked data_sent before the body; hold")
+    ]
+    assert held and all("submitted, 2 bodies" in r["observed"] for r in held)
+
+
 def _path_with(folder) -> str:
     return os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)

@@ -2,7 +2,8 @@
 
 Each provider answers at its own path, checks its own authentication, and
 answers with the shapes its documentation gives (each source is named beside
-the role). None of them deduplicates a retry: every accepted request is one
+the role, in console/drill/provider_shapes.py, which the drill's play server
+shares). None of them deduplicates a retry: every accepted request is one
 more send. The next requests can be scripted to answer a documented error
 (a name in the role's ``errors``) or to misbehave: ``429`` (with
 ``Retry-After``), ``500``, ``503``, ``accept-hang`` (take the message, never
@@ -19,95 +20,39 @@ the messages they took; ``next_lookup`` scripts those answers: ``500``,
 
 from __future__ import annotations
 
-import base64
 import collections
 import dataclasses
-import hmac
 import json
 import re
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
+from console.drill import provider_shapes as shapes
+from console.drill.provider_shapes import (  # noqa: F401 - the tests' names for them
+    MAILGUN_DOMAIN,
+    SES_ACCESS_KEY,
+    SES_REGION,
+    SES_SECRET_KEY,
+    Canned,
+    Role,
+    as_json,
+    ses_role,
+    sigv4_valid,
+)
+
 HANG_LIMIT_SECONDS = 5.0
-SES_REGION = "eu-west-1"
-SES_ACCESS_KEY, SES_SECRET_KEY = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
-MAILGUN_DOMAIN = "mg.example.com"
 
 
-@dataclasses.dataclass(frozen=True)
-class Canned:
-    """One answer: status, headers and body."""
-
-    status: int
-    body: bytes = b""
-    headers: tuple[tuple[str, str], ...] = (("Content-Type", "application/json"),)
-
-
-def as_json(status: int, body: Any, *headers: tuple[str, str]) -> Canned:
-    return Canned(
-        status, json.dumps(body).encode(), (("Content-Type", "application/json"), *headers)
-    )
-
-
-@dataclasses.dataclass
-class Role:
-    """One provider: where it listens, whom it lets in, what it answers."""
-
-    name: str
-    path: re.Pattern[str]
-    authorised: Callable[[dict[str, str], str, bytes], bool]
-    refused: Canned  # the answer to a request without valid credentials
-    read: Callable[[dict[str, str], bytes], dict[str, Any]]  # the fields of a request
-    accepted: Callable[[dict[str, Any]], tuple[str, Canned]]  # a new send: its id, the answer
-    errors: dict[str, Canned]
-    throttled: Canned
-    sends: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    lookup_path: re.Pattern[str] | None = None
-    lookup: Callable[[dict[str, list[str]], list[dict[str, Any]]], Canned] | None = None
-
-
-# Postmark: https://postmarkapp.com/developer/api/email-api (send a single email: request
-# headers, body fields, example response) and .../api/overview#error-codes (ErrorCode list).
 def postmark_role(token: str) -> Role:
-    def accepted(fields: dict[str, Any]) -> tuple[str, Canned]:
-        message_id = str(uuid.uuid4())
-        return message_id, as_json(
-            200,
-            {
-                "To": fields.get("To"),
-                "SubmittedAt": "2014-02-17T07:25:01.4178645-05:00",
-                "MessageID": message_id,
-                "ErrorCode": 0,
-                "Message": "OK",
-            },
-        )
-
-    inactive = (
-        "You tried to send to recipient(s) that have been marked as inactive. Found inactive "
-        "addresses: ada@example.com. Inactive recipients are ones that have generated a hard "
-        "bounce, a spam complaint, or a manual suppression."
-    )
-    return Role(
-        name="postmark",
-        path=re.compile(r"^/email$"),
-        authorised=lambda headers, url, body: headers.get("x-postmark-server-token") == token,
-        refused=as_json(401, {"ErrorCode": 10, "Message": "Bad or missing API token"}),
-        read=lambda headers, body: json.loads(body),
-        accepted=accepted,
-        errors={
-            "inactive-recipient": as_json(422, {"ErrorCode": 406, "Message": inactive}),
-            "invalid-request": as_json(422, {"ErrorCode": 300, "Message": "Invalid 'To' address"}),
-            "out-of-credits": as_json(422, {"ErrorCode": 405, "Message": "Not allowed to send"}),
-        },
-        throttled=as_json(429, {"ErrorCode": 429, "Message": "Rate Limit Exceeded"}),
-        lookup_path=re.compile(r"^/messages/outbound$"),
-        lookup=postmark_search,
+    """Postmark's send API, and its outbound message search below."""
+    role = shapes.postmark_role(token)
+    return dataclasses.replace(
+        role, lookup_path=re.compile(r"^/messages/outbound$"), lookup=postmark_search
     )
 
 
@@ -148,33 +93,11 @@ def postmark_search(query: dict[str, list[str]], sends: list[dict[str, Any]]) ->
     return as_json(200, {"TotalCount": len(messages), "Messages": messages})
 
 
-# Mailgun: https://documentation.mailgun.com/docs/mailgun/api-reference/send/mailgun/messages
-# (POST /v3/{domain}/messages, basic auth "api", form fields, "v:" variables, "h:" headers;
-# response {"id", "message"}) and .../quickstart-guide/responses (error statuses).
 def mailgun_role(api_key: str, domain: str = MAILGUN_DOMAIN) -> Role:
-    expected = "Basic " + base64.b64encode(f"api:{api_key}".encode()).decode()
-
-    def accepted(fields: dict[str, Any]) -> tuple[str, Canned]:
-        message_id = fields.get("h:Message-Id") or f"<{uuid.uuid4().hex}@{domain}>"
-        return message_id, as_json(200, {"id": message_id, "message": "Queued. Thank you."})
-
-    return Role(
-        name="mailgun",
-        path=re.compile(rf"^/v3/{re.escape(domain)}/messages$"),
-        authorised=lambda headers, url, body: headers.get("authorization") == expected,
-        refused=Canned(401, b"Forbidden", (("Content-Type", "text/plain"),)),
-        read=lambda headers, body: {
-            k: v[0] if len(v) == 1 else v for k, v in parse_qs(body.decode()).items()
-        },
-        accepted=accepted,
-        errors={
-            "bad-parameter": as_json(400, {"message": "'to' parameter is not a valid address"}),
-            "forbidden": as_json(403, {"message": "Domain mg.example.com is not allowed to send"}),
-        },
-        throttled=as_json(429, {"message": "Too many requests"}),
-        lookup_path=re.compile(rf"^/v3/{re.escape(domain)}/events$"),
-        lookup=mailgun_events,
-    )
+    """Mailgun's send API, and its event log below."""
+    role = shapes.mailgun_role(api_key, domain)
+    lookup_path = re.compile(rf"^/v3/{re.escape(domain)}/events$")
+    return dataclasses.replace(role, lookup_path=lookup_path, lookup=mailgun_events)
 
 
 # https://documentation.mailgun.com/docs/mailgun/api-reference/send/mailgun/events (filter
@@ -206,35 +129,11 @@ def mailgun_events(query: dict[str, list[str]], sends: list[dict[str, Any]]) -> 
     return as_json(200, {"items": items, "paging": paging})
 
 
-# SendGrid: https://www.twilio.com/docs/sendgrid/api-reference/mail-send/mail-send (202 with
-# an empty body and X-Message-Id; errors as {"errors": [{"message", "field", "help"}]}).
 def sendgrid_role(api_key: str) -> Role:
-    def accepted(fields: dict[str, Any]) -> tuple[str, Canned]:
-        message_id = uuid.uuid4().hex[:22]
-        return message_id, Canned(202, b"", (("X-Message-Id", message_id),))
-
-    def errors(status: int, message: str, field: str | None) -> Canned:
-        return as_json(status, {"errors": [{"message": message, "field": field, "help": None}]})
-
-    unverified = "The from address does not match a verified Sender Identity."
-    return Role(
-        name="sendgrid",
-        path=re.compile(r"^/v3/mail/send$"),
-        authorised=lambda headers, url, body: headers.get("authorization") == f"Bearer {api_key}",
-        refused=errors(
-            401, "The provided authorization grant is invalid, expired, or revoked", None
-        ),
-        read=lambda headers, body: json.loads(body),
-        accepted=accepted,
-        errors={
-            "bad-request": errors(400, "The from object must be provided", "from.email"),
-            "unverified-sender": errors(403, unverified, "from"),
-            "too-large": errors(413, "The JSON payload you have included is too large", None),
-        },
-        throttled=errors(429, "too many requests", None),
-        lookup_path=re.compile(r"^/v3/messages(/[^/]+)?$"),
-        lookup=sendgrid_activity,
-    )
+    """SendGrid's send API, and its Email Activity below."""
+    role = shapes.sendgrid_role(api_key)
+    lookup_path = re.compile(r"^/v3/messages(/[^/]+)?$")
+    return dataclasses.replace(role, lookup_path=lookup_path, lookup=sendgrid_activity)
 
 
 # https://www.twilio.com/docs/sendgrid/api-reference/email-activity/filter-all-messages (GET
@@ -298,62 +197,6 @@ def _activity_matches(condition: re.Match[str], fields: dict[str, Any]) -> bool:
     if condition["field"] == "to_email":
         return fields["personalizations"][0]["to"][0]["email"] == condition["value"]
     return False
-
-
-# SES v2: SendEmail of botocore's data/sesv2/2019-09-27/service-2.json (POST
-# /v2/email/outbound-emails, JSON in and out, {"MessageId"}; errors named in the
-# x-amzn-ErrorType header as botocore's RestJSONParser reads them), signed with SigV4.
-def ses_role(access_key: str = SES_ACCESS_KEY, secret_key: str = SES_SECRET_KEY) -> Role:
-    def accepted(fields: dict[str, Any]) -> tuple[str, Canned]:
-        message_id = f"0102018c{uuid.uuid4().hex}-000000"
-        return message_id, as_json(200, {"MessageId": message_id})
-
-    def error(status: int, kind: str, message: str) -> Canned:
-        return as_json(status, {"message": message}, ("x-amzn-ErrorType", f"{kind}:"))
-
-    rejected = (
-        "Email address is not verified. The following identities failed the check in "
-        "region EU-WEST-1: ada@example.com"
-    )
-    return Role(
-        name="ses",
-        path=re.compile(r"^/v2/email/outbound-emails$"),
-        authorised=lambda headers, url, body: sigv4_valid(
-            headers, url, body, access_key, secret_key, SES_REGION
-        ),
-        refused=error(403, "SignatureDoesNotMatch", "The request signature does not match"),
-        read=lambda headers, body: json.loads(body),
-        accepted=accepted,
-        errors={
-            "message-rejected": error(400, "MessageRejected", rejected),
-            "sending-paused": error(400, "SendingPausedException", "Sending is paused"),
-        },
-        throttled=error(429, "TooManyRequestsException", "Maximum sending rate exceeded."),
-    )
-
-
-_SIGV4 = re.compile(
-    r"AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/\d{8}/(?P<region>[^/]+)/ses/aws4_request, "
-    r"SignedHeaders=(?P<signed>[a-z0-9;-]+), Signature=(?P<signature>[0-9a-f]{64})"
-)
-
-
-def sigv4_valid(headers: dict[str, str], url: str, body: bytes, access_key, secret_key, region):
-    """Whether the request is signed by these credentials, recomputed with botocore's signer."""
-    from botocore.auth import SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials
-
-    match = _SIGV4.fullmatch(headers.get("authorization", ""))
-    if not match or (match["key"], match["region"]) != (access_key, region):
-        return False
-    signed = {name: headers.get(name, "") for name in match["signed"].split(";")}
-    request = AWSRequest(method="POST", url=url, data=body, headers=signed)
-    request.context["timestamp"] = headers.get("x-amz-date", "")
-    signer = SigV4Auth(Credentials(access_key, secret_key), "ses", region)
-    string_to_sign = signer.string_to_sign(request, signer.canonical_request(request))
-    expected = signer.signature(string_to_sign, request)
-    return hmac.compare_digest(expected, match["signature"])
 
 
 class ProviderApis(ThreadingHTTPServer):
