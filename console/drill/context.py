@@ -1,10 +1,12 @@
-"""What every drill works with: the scratch database, the relay, and ``console worker``
+"""What every drill works with: the scratch database, the relay (or, with
+``CONSOLE_TRANSPORT=http``, the provider's API played locally), and ``console worker``
 processes started with the deployment's own settings and the drill's short timings.
 
 The workers get the environment of ``console drill`` with these changes: the
-scratch database and the relay instead of the configured ones; no alert target,
-no provider API, no send rate or quota, no metrics port (nothing leaves this
-machine, and a drill is not slowed by a budget it does not test); and the short
+scratch database and the relay (or the play server, with a key of its own) instead of
+the configured ones; no alert target, no real provider API, no send rate or quota, no
+metrics port (nothing leaves this machine, and a drill is not slowed by a budget it
+does not test); and the short
 timings of ``DRILL_TIMINGS`` (the report says so), so a lease runs out and a retry
 comes due within the drill. Everything else (templates, eligibility module,
 classify overrides, attempt and age caps, per-domain back-off run) is the team's.
@@ -30,6 +32,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from console import outbox
 from console.config import Settings
+from console.drill.provider_play import ProviderPlay
 from console.drill.relay import DrillRelay
 from console.mail.catalog import TemplateCatalog
 from console.models import Attempt, Intent
@@ -90,7 +93,7 @@ class DrillContext:
 
     url: str
     folder: Path
-    relay: DrillRelay
+    relay: DrillRelay | ProviderPlay  # the SMTP relay, or the provider's API played
     settings: Settings  # the deployment's, on the scratch database
     catalog: TemplateCatalog
     run: str = dataclasses.field(default_factory=lambda: secrets.token_hex(3))
@@ -172,6 +175,16 @@ class DrillContext:
             query = select(WorkerHeartbeat.worker_id).where(WorkerHeartbeat.pid == pid)
             return session.execute(query.limit(1)).first() is not None
 
+    @property
+    def over_http(self) -> bool:
+        """Whether the workers send through the provider's HTTP API (played locally)."""
+        return self.relay.transport == "http"
+
+    @property
+    def accepted_word(self) -> str:
+        """How the relay or provider says it took the body, for the report's sentences."""
+        return "provider's 200" if self.over_http else "250"
+
     def received(self, message_id: str) -> int:
         """How many bodies with `message_id` the relay took (accepted or unanswered)."""
         return sum(1 for a in self.relay.arrivals(message_id) if a.accepted_or_unknown)
@@ -183,10 +196,10 @@ class DrillContext:
         environ.update(DRILL_TIMINGS)
         environ.update(
             CONSOLE_DATABASE_URL=self.url,
-            CONSOLE_SMTP_URL=self.relay.url,
             CONSOLE_SECRET_KEY=self.settings.secret_key,
             CONSOLE_LOG_LEVEL=os.environ.get("CONSOLE_LOG_LEVEL", "WARNING"),
         )
+        self.relay.environment(environ)
         environ.update(extra)
         return environ
 

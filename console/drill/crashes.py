@@ -15,7 +15,7 @@ from console import outbox
 from console.drill.child import PROGRAM as CHILD_PROGRAM
 from console.drill.context import DrillContext, wait_for
 from console.drill.reconcile import DRILL_ACTOR, exercise_rule, reconciliation_rule
-from console.drill.report import Result
+from console.drill.report import Result, not_applicable
 from console.models import Intent
 from console.store.suppressions import add_suppression
 from console.vocabulary import (
@@ -139,22 +139,36 @@ def killed_after_body(ctx: DrillContext) -> Iterator[Result]:
                 select(func.count()).select_from(Intent)
                 .where(Intent.idempotency_key == intent.idempotency_key)
             )  # fmt: skip
-        if policy == RESEND:
-            expected = "resend: sent again with the same Message-ID and key (2 bodies, 1 intent)"
-            passed = after.status == SUBMITTED and bodies == 2 and same_key == 1
-        else:
-            expected = f"{HOLD}: ambiguous, not sent again (1 body)"
-            passed = after.status == AMBIGUOUS and bodies == 1
+        requests = len(ctx.relay.arrivals(intent.message_id))
+        expected, passed = _after_body(ctx, policy, after.status, bodies, requests, same_key)
         observed = (
-            f"{'killed' if killed else 'not killed'} after the 250, its attempt at {stage}; "
-            f"then {after.status}, "
-            f"{bodies} {'body' if bodies == 1 else 'bodies'} with its Message-ID, "
+            f"{'killed' if killed else 'not killed'} after the {ctx.accepted_word}, its attempt "
+            f"at {stage}; then {after.status}, {_bodies(bodies)} with its Message-ID"
+            f"{f' ({requests} requests)' if requests != bodies else ''}, "
             f"{same_key} intent with its key"
         )
         passed = passed and killed and stage == DATA_SENT
         expected = f"marked {DATA_SENT} before the body; {expected}"
         yield Result("killed-after-body", template, expected, observed, passed,
                      time.monotonic() - started)  # fmt: skip
+
+
+def _bodies(count: int) -> str:
+    return f"{count} {'body' if count == 1 else 'bodies'}"
+
+
+def _after_body(ctx: DrillContext, policy: str, status: str, bodies: int, requests: int,
+                same_key: int) -> tuple[str, bool]:  # fmt: skip
+    """What the body-left drill expects of a template with `policy`, and whether it held."""
+    if policy != RESEND:
+        expected = f"{HOLD}: ambiguous, not sent again (1 body)"
+        return expected, status == AMBIGUOUS and bodies == 1 and requests == 1
+    if ctx.relay.honours_keys:
+        expected = ("resend: sent again with the same key, which the provider deduplicates "
+                    "(2 requests, 1 body, 1 intent)")  # fmt: skip
+        return expected, status == SUBMITTED and requests == 2 and bodies == 1 and same_key == 1
+    expected = "resend: sent again with the same Message-ID and key (2 bodies, 1 intent)"
+    return expected, status == SUBMITTED and bodies == 2 and same_key == 1
 
 
 def _stage_at_kill(ctx: DrillContext, intent_id: int) -> str:
@@ -169,10 +183,13 @@ def timeout_after_acceptance(ctx: DrillContext) -> Iterator[Result]:
     started = time.monotonic()
     template = ctx.plain_template()
     intent = ctx.enqueue("answer-lost", template)
-    ctx.relay.script(intent.recipient, ["stall"])
+    ctx.relay.script(intent.recipient, ["stall", "250"])
     ctx.run_worker_until(lambda: ctx.settled(intent.id), SETTLE_SECONDS)
     after = ctx.intent(intent.id)
     bodies = ctx.received(intent.message_id)
+    if ctx.relay.honours_keys:
+        yield _answer_lost_deduplicated(ctx, template, after, bodies, started)
+        return
     rule = reconciliation_rule(ctx.settings)
     policy = ctx.catalog.settings(template).ambiguity_policy
     if after.status != AMBIGUOUS:
@@ -189,9 +206,33 @@ def timeout_after_acceptance(ctx: DrillContext) -> Iterator[Result]:
     )  # fmt: skip
 
 
+def _answer_lost_deduplicated(ctx: DrillContext, template: str, after: Intent, bodies: int,
+                              started: float) -> Result:  # fmt: skip
+    """A provider that deduplicates by idempotency key: the lost answer is asked again."""
+    requests = len(ctx.relay.arrivals(after.message_id))
+    attempts = _outcomes(ctx, after.id)
+    observed = f"{after.status}; attempts: {attempts}; {requests} requests, {_bodies(bodies)}"
+    passed = after.status == SUBMITTED and requests == 2 and bodies == 1
+    return Result(
+        "answer-lost", template,
+        "retried with the same Idempotency-Key inside the provider's window; the provider "
+        "answers with the first email: submitted, 1 body (2 requests)", observed, passed,
+        time.monotonic() - started,
+    )  # fmt: skip
+
+
 def suppressed_before_body(ctx: DrillContext) -> Iterator[Result]:
     """The recipient is suppressed after the claim, while the envelope is under way: the
     mark before the body refuses, and the body never leaves."""
+    if ctx.over_http:
+        yield not_applicable(
+            "suppressed-before-body",
+            "an HTTP request has no envelope: nothing happens between the claim and the "
+            "data_sent mark that the drill could hold, so there is no moment to suppress the "
+            "recipient in (the mark's check of the suppression list is the same code as over "
+            "SMTP, drilled there)",
+        )
+        return
     started = time.monotonic()
     template = ctx.plain_template()
     intent = ctx.enqueue("suppressed-before-body", template)

@@ -41,11 +41,13 @@ class Arrival:
     message_id: str | None
     answer: str  # "250 ...", "451 ...", "stall" or "hangup"
     content: bytes = dataclasses.field(repr=False)
+    duplicate: bool = False  # a provider's answer to a repeated idempotency key: no new email
 
     @property
     def accepted_or_unknown(self) -> bool:
         """Whether the sender may take this body as delivered (accepted, or no answer)."""
-        return self.answer.startswith("2") or self.answer in (STALL, HANGUP)
+        taken = self.answer.startswith("2") or self.answer in (STALL, HANGUP)
+        return taken and not self.duplicate
 
 
 class _Handler:
@@ -101,6 +103,9 @@ class _Handler:
 class DrillRelay:
     """The relay on its own event loop in a background thread; ``url`` is its SMTP URL."""
 
+    transport = "smtp"
+    honours_keys = False  # an SMTP relay knows no idempotency key
+
     def __init__(self) -> None:
         self.handler = _Handler()
         self.port = 0
@@ -111,6 +116,10 @@ class DrillRelay:
     @property
     def url(self) -> str:
         return f"smtp://127.0.0.1:{self.port}"
+
+    def environment(self, environ: dict[str, str]) -> None:
+        """Point the workers' settings at this relay."""
+        environ["CONSOLE_SMTP_URL"] = self.url
 
     def script(self, recipient: str, answers: Iterable[str]) -> None:
         """Answer `recipient`'s first, second... body with `answers` (the last repeats)."""

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from sqlalchemy import select
 
 from console.drill.context import DRILL_TIMINGS, DrillContext
-from console.drill.report import Result
+from console.drill.provider_play import THROTTLED
+from console.drill.report import Result, not_applicable
 from console.state_tables import DomainDeferral
 from console.store.suppressions import is_suppressed
 from console.vocabulary import FAILED, PENDING, SUBMITTED
@@ -25,7 +26,8 @@ def retry_after_4yz(ctx: DrillContext) -> Iterator[Result]:
     started = time.monotonic()
     template = ctx.plain_template()
     intent = ctx.enqueue("4yz-then-250", template)
-    ctx.relay.script(intent.recipient, [TEMPORARY, "250"])
+    temporary = THROTTLED if ctx.over_http else TEMPORARY
+    ctx.relay.script(intent.recipient, [temporary, "250"])
     ctx.run_worker_until(lambda: ctx.settled(intent.id), SETTLE_SECONDS)
     after, attempts = ctx.intent(intent.id), ctx.attempts(intent.id)
     arrivals = ctx.relay.arrivals(intent.message_id)
@@ -43,10 +45,11 @@ def retry_after_4yz(ctx: DrillContext) -> Iterator[Result]:
         f"{after.status}; attempts: {', '.join(str(o) for o in outcomes) or 'none'}; "
         f"{wait_text}; {len(arrivals)} bodies, all with its Message-ID"
     )
+    first = "the provider's 429 (Retry-After: 1), then 200" if ctx.over_http else "451, then 250"
     yield Result(
         "4yz-then-250", template,
-        f"retried after the back-off (at least {floor:g} s here) with the same Message-ID, "
-        "then submitted", observed, passed, time.monotonic() - started,
+        f"{first}: retried after the back-off (at least {floor:g} s here) with the same "
+        "Message-ID, then submitted", observed, passed, time.monotonic() - started,
     )  # fmt: skip
 
 
@@ -55,7 +58,7 @@ def permanent_5yz(ctx: DrillContext) -> Iterator[Result]:
     started = time.monotonic()
     template = ctx.plain_template()
     intent = ctx.enqueue("5yz", template)
-    ctx.relay.script(intent.recipient, [PERMANENT, "250"])
+    ctx.relay.script(intent.recipient, [PERMANENT, "250"])  # over HTTP: the provider's refusal
     ctx.run_worker_until(
         lambda: ctx.settled(intent.id) or len(ctx.attempts(intent.id)) >= 2, SETTLE_SECONDS
     )
@@ -63,14 +66,32 @@ def permanent_5yz(ctx: DrillContext) -> Iterator[Result]:
     outcomes = ", ".join(str(a.outcome) for a in attempts) or "none"
     passed = after.status == FAILED and len(attempts) == 1
     retried = f" (retried: {len(attempts)} attempts)" if len(attempts) > 1 else ""
-    observed = f"{after.status} after {PERMANENT[:3]}; attempts: {outcomes}{retried}"
+    refusal = _refusal(ctx, intent.message_id)
+    observed = f"{after.status} after {refusal}; attempts: {outcomes}{retried}"
     ctx.cancel_unsent(intent.idempotency_key)
-    yield Result("5yz", template, f"failed after one attempt ({PERMANENT[:3]}), never retried",
+    yield Result("5yz", template, f"failed after one attempt ({refusal}), never retried",
                  observed, passed, time.monotonic() - started)  # fmt: skip
+
+
+def _refusal(ctx: DrillContext, message_id: str) -> str:
+    """The refusal the relay gave, e.g. ``550``, or the provider's ``422 (postmark)``."""
+    if not ctx.over_http:
+        return PERMANENT[:3]
+    answers = [a.answer for a in ctx.relay.arrivals(message_id)]
+    status = answers[0].split()[0] if answers else "no"
+    return f"{status} ({ctx.relay.provider}'s documented permanent refusal)"
 
 
 def refused_mailbox(ctx: DrillContext) -> Iterator[Result]:
     """``550 5.1.1``: failed, and the address suppressed (unless the deployment says not)."""
+    if ctx.over_http:
+        yield not_applicable(
+            "550-5.1.1",
+            "a provider's API takes the request for an unknown mailbox and reports it later "
+            "in a bounce event, which suppresses the address (docs/provider-events.md); "
+            "its send answer names no mailbox",
+        )
+        return
     started = time.monotonic()
     template = ctx.plain_template()
     intent = ctx.enqueue("550-5.1.1", template)
@@ -95,6 +116,13 @@ def refused_mailbox(ctx: DrillContext) -> Iterator[Result]:
 
 def throttling_domain(ctx: DrillContext) -> Iterator[Result]:
     """A domain answering 421 ``4.7.0`` again and again is deferred; other domains are not."""
+    if ctx.over_http:
+        yield not_applicable(
+            "421-domain",
+            "a provider's API throttles the account (its 429, drilled by 4yz-then-250), not "
+            "a recipient domain; the per-domain back-off reads an SMTP relay's replies",
+        )
+        return
     started = time.monotonic()
     template = ctx.plain_template()
     run = ctx.settings.domain_backoff_run

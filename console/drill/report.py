@@ -7,7 +7,8 @@ import shutil
 import textwrap
 from typing import Any
 
-PASS, FAIL = "pass", "fail"
+PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "n/a"
+NOT_APPLICABLE_TEXT = "not applicable to this transport"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,13 +21,28 @@ class Result:
     observed: str
     passed: bool
     seconds: float
+    applicable: bool = True  # False: the drill has no meaning on this transport (said why)
 
     @property
     def verdict(self) -> str:
+        if not self.applicable:
+            return NOT_APPLICABLE
         return PASS if self.passed else FAIL
 
+    @property
+    def failed(self) -> bool:
+        return self.applicable and not self.passed
+
     def as_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "seconds": round(self.seconds, 2)}
+        fields = {k: v for k, v in dataclasses.asdict(self).items() if k != "applicable"}
+        passed = self.passed if self.applicable else None
+        return {**fields, "passed": passed, "verdict": self.verdict,
+                "seconds": round(self.seconds, 2)}  # fmt: skip
+
+
+def not_applicable(drill: str, why: str) -> Result:
+    """The row of a drill this transport has no counterpart for: never a pass, never a fail."""
+    return Result(drill, "-", NOT_APPLICABLE_TEXT, why, False, 0.0, applicable=False)
 
 
 def progress_line(result: Result) -> str:
@@ -35,8 +51,12 @@ def progress_line(result: Result) -> str:
 
 
 def summary_line(results: list[Result]) -> str:
-    held = sum(1 for r in results if r.passed)
-    return f"{held} of {len(results)} held"
+    held = sum(1 for r in results if r.applicable and r.passed)
+    drilled = sum(1 for r in results if r.applicable)
+    line = f"{held} of {drilled} held"
+    if drilled < len(results):
+        line += f", {len(results) - drilled} {NOT_APPLICABLE_TEXT}"
+    return line
 
 
 def table(results: list[Result], width: int | None = None) -> str:
@@ -80,11 +100,13 @@ def _row(cells, fixed: list[int], text_width: int) -> str:
 
 
 def document(results: list[Result], about: dict[str, Any]) -> dict[str, Any]:
-    """The run as one JSON document: what was drilled, each result, the count held."""
+    """The run as one JSON document: what was drilled, each result, the count held (of the
+    drills that apply to this transport: ``total``; those that do not: ``not_applicable``)."""
     return {
         **about,
-        "held": sum(1 for r in results if r.passed),
-        "total": len(results),
-        "passed": all(r.passed for r in results),
+        "held": sum(1 for r in results if r.applicable and r.passed),
+        "total": sum(1 for r in results if r.applicable),
+        "not_applicable": sum(1 for r in results if not r.applicable),
+        "passed": not any(r.failed for r in results),
         "results": [r.as_dict() for r in results],
     }

@@ -29,7 +29,7 @@ def add_run(
         configuration=configuration[:64],
         database=database[:SHOWN_LONGEST],
         held=sum(1 for result in results if result.get("passed")),
-        total=len(results),
+        total=sum(1 for result in results if result.get("verdict") != "n/a"),
         results=results,
     )
     session.add(run)

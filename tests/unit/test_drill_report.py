@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from console.drill.report import Result, document, progress_line, table
+from console.drill.report import Result, document, not_applicable, progress_line, table
 from console.web.drills import ago
 
 RESULTS = [
@@ -37,8 +37,23 @@ def test_the_json_document_counts_and_lists_every_result():
     assert (doc["held"], doc["total"], doc["passed"], doc["version"]) == (1, 2, False, "1.0")
     assert doc["results"][1] == {
         "drill": "5yz", "template": "welcome", "expected": "failed after one attempt",
-        "observed": "pending; retried: 2 attempts", "passed": False, "seconds": 3.4,
+        "observed": "pending; retried: 2 attempts", "passed": False, "verdict": "fail",
+        "seconds": 3.4,
     }  # fmt: skip
+
+
+def test_a_drill_not_applicable_to_the_transport_is_neither_held_nor_failed():
+    results = [*RESULTS[:1], not_applicable("421-domain", "a provider throttles the account")]
+    doc = json.loads(json.dumps(document(results, {})))
+    assert (doc["held"], doc["total"], doc["not_applicable"], doc["passed"]) == (1, 1, 1, True)
+    row = doc["results"][1]
+    assert (row["verdict"], row["passed"], row["expected"]) == (
+        "n/a", None, "not applicable to this transport",
+    )  # fmt: skip
+    text = table(results, width=160)
+    assert "N/A" in text.splitlines()[3]
+    assert text.splitlines()[-1] == "1 of 1 held, 1 not applicable to this transport"
+    assert progress_line(results[1]).startswith("n/a   421-domain [-]")
 
 
 def test_a_progress_line_names_the_verdict_drill_and_template():

@@ -18,13 +18,14 @@ from tests.support.commands import CONSOLE_BIN
 pytestmark = pytest.mark.browser
 
 
-def record_a_drill(live_console, tmp_path) -> subprocess.CompletedProcess:
+def record_a_drill(live_console, tmp_path, *only: str, **environ: str):
     """``console drill --record --only rollback`` with the live console's database configured."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLE_")}
     url = live_console.app.config["SQLALCHEMY_DATABASE_URI"]
+    names = [argument for name in ("rollback", *only) for argument in ("--only", name)]
     return subprocess.run(
-        [CONSOLE_BIN, "drill", "--record", "--only", "rollback"],
-        env={**base, "CONSOLE_DATABASE_URL": url, "CONSOLE_SECRET_KEY": "drill" * 8},
+        [CONSOLE_BIN, "drill", "--record", *names],
+        env={**base, "CONSOLE_DATABASE_URL": url, "CONSOLE_SECRET_KEY": "drill" * 8, **environ},
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 
@@ -54,3 +55,23 @@ def test_the_dashboard_links_the_last_drill_to_its_report(live_console, console_
     expect(row).to_contain_text("rollback")
     expect(row).to_contain_text("no intent after the rollback")
     expect(row).to_contain_text("pass")
+
+
+def test_a_drill_not_applicable_to_the_transport_is_shown_as_such(
+    live_console, console_page, tmp_path
+):
+    run = record_a_drill(
+        live_console, tmp_path, "421-domain", CONSOLE_TRANSPORT="http",
+        CONSOLE_PROVIDER="postmark", CONSOLE_HTTP_PROVIDER_KEY="never-used",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    page = console_page
+    log_in(page, live_console, "vic")
+    line = page.locator("#last-drill")
+    expect(line).to_have_text("Last drill: just now — 1 of 1 held")
+    line.locator("a").click()
+    expect(page.locator("#drill-results tbody tr")).to_have_count(2)
+    skipped = page.locator("#drill-results tbody tr.drill-na")
+    expect(skipped).to_contain_text("421-domain")
+    expect(skipped).to_contain_text("not applicable to this transport")
+    expect(skipped.locator("td").nth(3)).to_have_text("n/a")
