@@ -83,7 +83,7 @@ def test_held_and_deferred_mail_stays_pending(session_factory, session):
         selector = holds.Selector.parse("domain", "held.example")
         holds.place_hold(other, selector, actor="ops", reason="drill", now=T0 - seconds(5))
         deferral = Deferral("slow.example", T0 + seconds(60), 0)
-        send_guards.defer_domain(other, deferral, 421, T0 - seconds(5))
+        send_guards.defer_domain(other, engine_of(other).sql, deferral, 421, T0 - seconds(5))
         other.commit()
     assert [c.intent.id for c in claim_all(session)] == [free]
     for intent_id in (held, deferred):
