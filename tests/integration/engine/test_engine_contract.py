@@ -188,7 +188,7 @@ def test_the_send_budget_takes_refunds_up_to_its_burst_and_halves_as_the_core_co
     assert not send_budget.halve_rate(session.connection(), sql, 1002.5), "once a second"
     bucket = tb.halve(bucket, 1002.0)
     assert send_budget.read_bucket(session) == bucket
-    for now in (1002.7, 1063.0, 1079.9, 1200.0):  # half the rate, then climbing back
+    for now in (1002.7, 1054.0, 1055.0, 1063.0, 1079.9, 1200.0):  # half, then climbing back
         take(now, 100)
 
 
