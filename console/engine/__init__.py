@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from sqlalchemy import Engine as DatabaseEngine
 
-from console.engine.base import SUPPRESSED, SWEPT, Engine
+from console.engine.base import SUPPRESSED, SWEPT, Engine, SqlKit
 
-__all__ = ["SUPPRESSED", "SWEPT", "Engine", "engine_for"]
+__all__ = ["SUPPRESSED", "SWEPT", "Engine", "SqlKit", "engine_for"]
 
 
 def engine_for(database: DatabaseEngine, connections: int = 1) -> Engine:

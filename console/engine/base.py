@@ -9,7 +9,7 @@ from typing import Any, Protocol, TypeVar
 from sqlalchemy.orm import Session
 
 from console.store.claims import Claim, ExpiredLease
-from console.store.statements import DueIntent
+from console.store.statements import DueIntent, SqlKit
 
 T = TypeVar("T")
 
@@ -18,6 +18,8 @@ SUPPRESSED, SWEPT = "suppressed", "swept"  # why a mark was refused
 
 class Engine(Protocol):
     """What the send path asks of the database."""
+
+    sql: SqlKit  # how this database spells what the store's shared statements leave open
 
     async def in_transaction(self, work: Callable[[Session], T]) -> T:
         """Run `work` with a session of its own and return what it returns; the session

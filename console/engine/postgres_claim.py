@@ -13,6 +13,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 
 from sqlalchemy import BigInteger, Integer, String, bindparam, func, insert, select, update
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
@@ -21,7 +22,7 @@ from console.models import Intent
 from console.store import claims
 from console.store import statements as s
 from console.store.claims import FIRST_TRY, RETRY, Claim, ExpiredLease
-from console.store.statements import DueIntent
+from console.store.statements import DueIntent, SqlKit
 from console.vocabulary import CLAIMED, LANES, SENDING
 
 LOCK_DUE = {
@@ -31,6 +32,10 @@ LOCK_DUE = {
     for lane in LANES
     for kind in (RETRY, FIRST_TRY)
 }
+
+
+# PostgreSQL's own INSERT takes ON CONFLICT; LEAST and GREATEST compare their arguments
+SQL = SqlKit(insert=postgresql.insert, least="LEAST", greatest="GREATEST")
 
 
 def _array(name: str, item_type):
@@ -78,6 +83,8 @@ LEASE_BATCH = (
 
 class PostgresClaim:
     """The claim's and the sweep's steps whose SQL is PostgreSQL's."""
+
+    sql = SQL
 
     def lock_due(
         self, session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Integer, bindparam, literal, select, union_all, update
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
 from console.engine.base import SUPPRESSED, SWEPT, T
@@ -26,7 +27,7 @@ from console.store import claims, suppressions
 from console.store import statements as s
 from console.store.claims import FIRST_TRY, NOW, RETRY, Claim, ExpiredLease
 from console.store.database import make_session_factory
-from console.store.statements import DueIntent
+from console.store.statements import DueIntent, SqlKit
 from console.vocabulary import CLAIMED, LANES, PENDING, SENDING
 
 
@@ -60,12 +61,17 @@ def _mark_due_sending_statement():
 
 
 MARK_DUE_SENDING = _mark_due_sending_statement()
+# SQLite's own INSERT takes ON CONFLICT; its min() and max() of two or more arguments are
+# scalar functions
+SQL = SqlKit(insert=sqlite.insert, least="MIN", greatest="MAX")
 _LANE_RANK = {lane: rank for rank, lane in enumerate(LANES)}
 
 
 class SqliteEngine:
     """``Engine`` on SQLite: sessions for the claim, one writer connection for the marks
     and records, all in the event loop's thread."""
+
+    sql = SQL
 
     def __init__(self, database: Engine) -> None:
         self._database = database

@@ -28,7 +28,7 @@ from console.state_tables import (
 )
 from console.store.actions import ActionRefused, StaleAction, required_reason
 from console.store.audit import audit_values, write_audit
-from console.store.intents import NOTIFY_CHANNEL
+from console.store.intents import wake_workers
 from console.vocabulary import EXPIRED, LANES, PENDING
 
 HOLD = IntentHold.__table__.c
@@ -218,8 +218,8 @@ def release_hold(
             )
         ],
     )  # fmt: skip
-    if waiting and session.get_bind().dialect.name == "postgresql":
-        session.execute(select(func.pg_notify(NOTIFY_CHANNEL, "")))
+    if waiting:
+        wake_workers(session)
     return Released(selector, waiting, expired)
 
 

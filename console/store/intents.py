@@ -77,6 +77,13 @@ def _statement(dialect: str) -> Executable:
     )
 
 
+def wake_workers(session: Session) -> None:
+    """Wake the workers of other processes when `session` commits: on PostgreSQL a NOTIFY on
+    the channel they listen on; on SQLite they find the due mail at their next poll."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(select(func.pg_notify(NOTIFY_CHANNEL, "")))
+
+
 def insert_intent_once(session: Session, values: dict[str, Any]) -> Intent | None:
     """Insert the intent unless its key exists; return it, or None when the key was taken.
 

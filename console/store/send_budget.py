@@ -12,13 +12,14 @@ import datetime as dt
 import threading
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, text, update
+from sqlalchemy import Connection, case, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from console.core import token_bucket as tb
 from console.events import PERMANENT
 from console.models import Intent
 from console.state_tables import SendBudget, SendCount
+from console.store.statements import SqlKit
 
 # Send budget -------------------------------------------------------------------------------------
 #
@@ -39,36 +40,22 @@ _BUDGET = SendBudget.__table__
 _COUNT = SendCount.__table__
 
 
-@dataclasses.dataclass(frozen=True)
-class _Sql:
-    least: str
-    greatest: str
-
-    def floor(self, expression: str) -> str:
-        if self.least == "LEAST":
-            return f"FLOOR({expression})"
-        # SQLite without its math functions: CAST truncates towards zero
-        return f"(CAST({expression} AS INTEGER) - (({expression}) < CAST({expression} AS INTEGER)))"
+def _floor(expression: str) -> str:
+    """FLOOR, spelt so both databases run it (SQLite may lack its math functions): a cast
+    to an integer truncates (SQLite) or rounds (PostgreSQL); one less when that went up."""
+    whole = f"CAST({expression} AS BIGINT)"
+    return f"({whole} - CASE WHEN ({expression}) < {whole} THEN 1 ELSE 0 END)"
 
 
-def _dialect(session_or_connection) -> _Sql:
-    name = (
-        session_or_connection.get_bind().dialect.name
-        if isinstance(session_or_connection, Session)
-        else session_or_connection.dialect.name
-    )
-    return _Sql("LEAST", "GREATEST") if name == "postgresql" else _Sql("MIN", "MAX")
-
-
-def _factor_now(sql: _Sql) -> str:
-    steps = sql.floor("(:now - slowed_at - :hold) / :step")
+def _factor_now(sql: SqlKit) -> str:
+    steps = _floor("(:now - slowed_at - :hold) / :step")
     return f"{sql.least}(1.0, factor + :step_fraction * {sql.greatest}(0, {steps} + 1))"
 
 
-def _take_statement(sql: _Sql):
+def _take_statement(sql: SqlKit):
     gained = f"{sql.greatest}(0.0, :now - refilled_at) * :rate * {_factor_now(sql)}"
     available = f"{sql.least}(:burst, tokens + {gained})"
-    taken = f"{sql.least}(:want, {sql.floor(available)})"
+    taken = f"{sql.least}(:want, {_floor(available)})"
     return text(
         f"UPDATE send_budget SET tokens = {available} - {taken}, "
         f"refilled_at = {sql.greatest}(refilled_at, :now), taken = {taken} "
@@ -76,12 +63,19 @@ def _take_statement(sql: _Sql):
     )
 
 
-def _halve_statement(sql: _Sql):
+def _halve_statement(sql: SqlKit):
     factor = f"{sql.greatest}(:min_factor, {_factor_now(sql)} / 2)"
     return text(
         f"UPDATE send_budget SET factor = {factor}, slowed_at = :now, tokens = 0, "
         "refilled_at = :now WHERE name = :name AND :now - slowed_at >= :every"
     )
+
+
+# the first claim ever: an empty bucket (tb.start); a concurrent first claim made it already
+_CREATE_BUCKET = text(
+    "INSERT INTO send_budget (name, tokens, refilled_at) VALUES (:name, :tokens, :refilled_at) "
+    "ON CONFLICT DO NOTHING"
+)
 
 
 def _constants(policy: tb.BucketPolicy) -> dict[str, float | str]:
@@ -96,14 +90,15 @@ def _constants(policy: tb.BucketPolicy) -> dict[str, float | str]:
 
 
 def take_tokens(
-    session: Session, policy: tb.BucketPolicy, now: float, want: int
+    session: Session, sql: SqlKit, policy: tb.BucketPolicy, now: float, want: int
 ) -> tuple[int, float]:
-    """Take up to `want` tokens; return how many, and how many are left in the bucket."""
+    """Take up to `want` tokens; return how many, and how many are left in the bucket.
+    `sql`: the database's spelling (its engine's ``sql``)."""
     connection = session.connection()
     values = dict(_constants(policy), now=now, want=want)
-    statement = _take_statement(_dialect(session))
+    statement = _take_statement(sql)
     row = connection.execute(statement, values).first()
-    if row is None:  # the first claim ever: an empty bucket (tb.start)
+    if row is None:  # the first claim ever
         _create_bucket(session, now)
         row = connection.execute(statement, values).first()
     return int(row.taken), float(row.tokens)
@@ -112,25 +107,18 @@ def take_tokens(
 def _create_bucket(session: Session, now: float) -> None:
     bucket = tb.start(now)
     row = dict(name=BUCKET, tokens=bucket.tokens, refilled_at=bucket.refilled_at)
-    statement = insert(_BUDGET).values(row)
-    if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        statement = pg_insert(_BUDGET).values(row).on_conflict_do_nothing()
-    else:
-        statement = statement.prefix_with("OR IGNORE")
-    session.connection().execute(statement)
+    session.connection().execute(_CREATE_BUCKET, row)
 
 
 def give_back(session: Session, policy: tb.BucketPolicy, tokens: int) -> None:
-    """Return tokens a claim took and did not lease."""
+    """Return tokens a claim took and did not lease (the bucket holds at most its burst)."""
     if tokens > 0:
         budget = _BUDGET.c
-        refunded = func.min if session.get_bind().dialect.name == "sqlite" else func.least
+        refunded = budget.tokens + tokens
         session.connection().execute(
             update(_BUDGET)
             .where(budget.name == BUCKET)
-            .values(tokens=refunded(policy.burst, budget.tokens + tokens))
+            .values(tokens=case((refunded > policy.burst, policy.burst), else_=refunded))
         )
 
 
@@ -142,9 +130,9 @@ def lock_budget(session: Session, now: float) -> None:
         session.connection().execute(_create_if_missing)
 
 
-def halve_rate(connection: Connection, now: float) -> bool:
+def halve_rate(connection: Connection, sql: SqlKit, now: float) -> bool:
     """The provider throttled a send: halve the shared rate (at most once a second); the
-    caller commits."""
+    caller commits. `sql`: the database's spelling (its engine's ``sql``)."""
     values = dict(
         name=BUCKET,
         now=now,
@@ -154,7 +142,7 @@ def halve_rate(connection: Connection, now: float) -> bool:
         step=tb.STEP_SECONDS,
         step_fraction=tb.STEP_FRACTION,
     )
-    return connection.execute(_halve_statement(_dialect(connection)), values).rowcount == 1
+    return connection.execute(_halve_statement(sql), values).rowcount == 1
 
 
 def read_bucket(session: Session) -> tb.Bucket | None:

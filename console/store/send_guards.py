@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import case, delete, select, update
 from sqlalchemy.orm import Session
 
 from console.core.breaker import BreakerState
 from console.core.domain_backoff import Deferral
 from console.models import Intent
 from console.state_tables import DomainDeferral, LaneBreaker
-from console.store.statements import dialect_of, insert_for
+from console.store.statements import SqlKit
 from console.vocabulary import CLOSED, LANES, PENDING
 
 _LIKE_SPECIALS = str.maketrans({"%": r"\%", "_": r"\_", "\\": r"\\"})
@@ -35,13 +35,15 @@ def _state_of(row: LaneBreaker | None) -> BreakerState:
 
 def write_breaker_state(
     session: Session,
+    sql: SqlKit,
     lane: str,
     expected: BreakerState,
     new: BreakerState,
     now: dt.datetime,
     owner: str | None = None,
 ) -> bool:
-    """Move `lane` from `expected` to `new` unless another worker moved it first."""
+    """Move `lane` from `expected` to `new` unless another worker moved it first (`sql`: the
+    database's spelling, its engine's ``sql``)."""
     values = dict(
         state=new.state,
         trips=new.trips,
@@ -52,7 +54,7 @@ def write_breaker_state(
         updated_at=now,
     )
     if expected.state == CLOSED and expected.trips == 0:
-        if _insert_breaker_if_absent(session, lane, values):
+        if _insert_breaker_if_absent(session, sql, lane, values):
             return True
     moved = session.execute(
         update(LaneBreaker)
@@ -66,10 +68,9 @@ def write_breaker_state(
     return moved == 1
 
 
-def _insert_breaker_if_absent(session: Session, lane: str, values: dict) -> bool:
-    insert = insert_for(dialect_of(session))
+def _insert_breaker_if_absent(session: Session, sql: SqlKit, lane: str, values: dict) -> bool:
     statement = (
-        insert(LaneBreaker)
+        sql.insert(LaneBreaker)
         .values(lane=lane, **values)
         .on_conflict_do_nothing(index_elements=["lane"])
         .returning(LaneBreaker.lane)
@@ -77,18 +78,21 @@ def _insert_breaker_if_absent(session: Session, lane: str, values: dict) -> bool
     return session.execute(statement).scalar_one_or_none() is not None
 
 
-def defer_domain(session: Session, deferral: Deferral, code: int | None, now: dt.datetime) -> int:
-    """Record the domain's deferral for every worker and move its due pending intents to its end.
+def defer_domain(
+    session: Session, sql: SqlKit, deferral: Deferral, code: int | None, now: dt.datetime
+) -> int:
+    """Record the domain's deferral for every worker and move its due pending intents to its end
+    (`sql`: the database's spelling, its engine's ``sql``).
 
-    Returns how many pending intents moved. Expired deferrals are deleted on the way.
+    Returns how many pending intents moved. Expired deferrals are deleted on the way; a
+    deferral already stored that ends later keeps its end.
     """
     session.execute(delete(DomainDeferral).where(DomainDeferral.deferred_until <= now))
-    statement = insert_for(dialect_of(session))(DomainDeferral).values(
+    statement = sql.insert(DomainDeferral).values(
         domain=deferral.domain, deferred_until=deferral.until, reply_code=code, updated_at=now
     )
-    later = func.max(DomainDeferral.deferred_until, statement.excluded.deferred_until)
-    if dialect_of(session) == "postgresql":
-        later = func.greatest(DomainDeferral.deferred_until, statement.excluded.deferred_until)
+    stored, new = DomainDeferral.deferred_until, statement.excluded.deferred_until
+    later = case((new > stored, new), else_=stored)
     session.execute(
         statement.on_conflict_do_update(
             index_elements=["domain"],

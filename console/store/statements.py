@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import (
@@ -240,6 +241,16 @@ class DueIntent:
     @classmethod
     def from_row(cls, row: Any) -> DueIntent:
         return cls(*row[: len(DUE_COLUMNS)])
+
+
+@dataclasses.dataclass(frozen=True)
+class SqlKit:
+    """What each database spells its own way on the send path. Its engine holds one
+    (``Engine.sql``) and hands it to the store functions whose statements differ."""
+
+    insert: Callable[..., Any]  # the INSERT construct that takes ON CONFLICT
+    least: str  # the scalar function of the smallest of its arguments
+    greatest: str  # and of the largest
 
 
 def clip(text: str | None, limit: int) -> str | None:

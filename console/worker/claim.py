@@ -38,7 +38,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from console.config import Settings
 from console.core.lifecycle import Decision
 from console.core.token_bucket import BucketPolicy, DailyQuota, bulk_allowance
-from console.engine import Engine
+from console.engine import Engine, SqlKit
 from console.store import claims, heartbeats, send_budget
 from console.store.claims import Claim, ExpiredLease
 from console.store.provider_events import match_unmatched_events
@@ -83,9 +83,15 @@ class SendBudget:
         return cls(rate, quota) if rate or quota else None
 
     def lane_limits(
-        self, session: Session, now: dt.datetime, limits: Mapping[str, int], batch_size: int
+        self,
+        session: Session,
+        sql: SqlKit,
+        now: dt.datetime,
+        limits: Mapping[str, int],
+        batch_size: int,
     ) -> tuple[dict[str, int], Granted]:
-        """Lower each lane's limit to what the quota leaves and the bucket grants."""
+        """Lower each lane's limit to what the quota leaves and the bucket grants (`sql`:
+        the engine's)."""
         at = now.timestamp()
         limits = dict(limits)
         granted = Granted()
@@ -93,14 +99,14 @@ class SendBudget:
             if self.rate is None:
                 send_budget.lock_budget(session, at)
             else:  # the bucket's row lock serialises the count; take nothing yet
-                send_budget.take_tokens(session, self.rate, at, 0)
+                send_budget.take_tokens(session, sql, self.rate, at, 0)
             critical_left, bulk_left = self.quota.left(send_budget.sent_since(session, at - DAY))
             for lane in LANES:
                 limits[lane] = min(limits[lane], critical_left if lane == CRITICAL else bulk_left)
             granted.quota_reached = bulk_left == 0
         if self.rate is not None:
             want = min(sum(limits.values()), batch_size)
-            taken, left = send_budget.take_tokens(session, self.rate, at, want)
+            taken, left = send_budget.take_tokens(session, sql, self.rate, at, want)
             granted.tokens = taken
             bulk = bulk_allowance(self.rate, taken, left)
             for lane in LANES:  # critical fills first (lock_due's order), bulk keeps the reserve
@@ -121,9 +127,10 @@ class SendBudget:
         if self.quota is not None:
             send_budget.count_sent(session, now.timestamp(), sum(leased_by_lane.values()))
 
-    def throttled(self, session: Session, now: dt.datetime) -> None:
-        """The provider said we send too fast: halve the shared rate; commit."""
-        halved = send_budget.halve_rate(session.connection(), now.timestamp())
+    def throttled(self, session: Session, sql: SqlKit, now: dt.datetime) -> None:
+        """The provider said we send too fast: halve the shared rate (`sql`: the engine's);
+        commit."""
+        halved = send_budget.halve_rate(session.connection(), sql, now.timestamp())
         session.commit()
         if halved:
             log.warning("send rate halved: the provider throttled a send")
@@ -172,7 +179,9 @@ class BatchClaimer:
             lane_limits = self.guard.lane_limits(session, now, batch_size)
         limits = claims.lane_limits_within(batch_size, lane_limits)
         if self.budget:  # the shared rate and quota: critical takes tokens first
-            limits, granted = self.budget.lane_limits(session, now, limits, batch_size)
+            limits, granted = self.budget.lane_limits(
+                session, self._engine.sql, now, limits, batch_size
+            )
             batch_size = granted.batch_limit(batch_size)
         batch = self._lease_due(session, now, batch_size, limits)
         leased = batch.leased

@@ -32,6 +32,7 @@ from console.core.domain_backoff import (
 )
 from console.core.send_result import SendResult
 from console.core.throttle_signals import reply_of
+from console.engine import SqlKit
 from console.store import send_guards
 from console.vocabulary import ACCEPTED, CLOSED, HALF_OPEN, LANES, OPEN
 from console.worker import reporting
@@ -65,11 +66,13 @@ class SendGuard:
     """One worker's view of the protections.
 
     Call lane_limits() before each claim and writes_after() after each recorded attempt.
+    `sql`: the engine's (``Engine.sql``), for the rows it writes.
     """
 
-    def __init__(self, policy: GuardPolicy, worker_id: str) -> None:
+    def __init__(self, policy: GuardPolicy, worker_id: str, sql: SqlKit) -> None:
         self.policy = policy
         self.worker_id = worker_id
+        self.sql = sql
         self.windows = {
             lane: breaker.FailureWindow(policy.breaker.window_attempts) for lane in LANES
         }
@@ -113,7 +116,7 @@ class SendGuard:
     def _take_probe(self, session: Session, lane: str, state: BreakerState, now) -> str:
         probing = breaker.start_probe(state, self.policy.breaker, now)
         if not send_guards.write_breaker_state(
-            session, lane, state, probing, now, owner=self.worker_id
+            session, self.sql, lane, state, probing, now, owner=self.worker_id
         ):
             return breaker.PAUSED
         self.states[lane] = probing
@@ -133,7 +136,7 @@ class SendGuard:
         self.probing.discard(lane)
         state = self.states[lane]
         reopened = dataclasses.replace(state, state=OPEN, resume_at=now)
-        send_guards.write_breaker_state(session, lane, state, reopened, now)
+        send_guards.write_breaker_state(session, self.sql, lane, state, reopened, now)
         session.commit()
 
     def note_domain_outcome(
@@ -187,7 +190,7 @@ class SendGuard:
         return writes
 
     def _store_deferral(self, session: Session, deferral: Deferral, code, now) -> None:
-        deferred = send_guards.defer_domain(session, deferral, code, now)
+        deferred = send_guards.defer_domain(session, self.sql, deferral, code, now)
         session.commit()
         reporting.DOMAIN_DEFERRALS.inc()
         log.warning(
@@ -261,14 +264,13 @@ class SendGuard:
 
         return [store]
 
-    @staticmethod
     def _write_breaker(
-        session: Session, lane: str, seen: BreakerState, new: BreakerState, now: dt.datetime
+        self, session: Session, lane: str, seen: BreakerState, new: BreakerState, now: dt.datetime
     ) -> bool:
         """Store `new` for `lane` if it still holds `seen`; committed before this worker's
         memory shows it. On PostgreSQL a claim may read the breakers while this write
         waits (both awaited on the event loop): a state in memory is then never newer
         than what that claim's read can see (``lane_limits``)."""
-        written = send_guards.write_breaker_state(session, lane, seen, new, now)
+        written = send_guards.write_breaker_state(session, self.sql, lane, seen, new, now)
         session.commit()
         return written

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 from console.core.blame import THROTTLING
 from console.core.classify import SMTPUTF8_NOT_OFFERED
 from console.core.rejections import refuses_the_mailbox
-from console.engine import Engine
+from console.engine import Engine, SqlKit
 from console.store import alerts, records, suppressions
 from console.vocabulary import CLAIMED
 from console.worker.claim import SendBudget
@@ -103,20 +103,20 @@ class OutcomeWriter:
             return outcome.claim.attempt_id in released
         if not await store.record(_values(outcome)):
             return False
-        writes = self._writes_after(outcome)
+        writes = self._writes_after(outcome, store.sql)
         if writes:  # most outcomes call for none: no transaction then
             await store.in_transaction(lambda session: _write_each(writes, session))
         return True
 
-    def _writes_after(self, outcome: FinishedAttempt) -> list[Write]:
+    def _writes_after(self, outcome: FinishedAttempt, sql: SqlKit) -> list[Write]:
         """What a recorded outcome calls for beyond its record: the breaker fed now, in
-        memory; the writes returned, each committing."""
+        memory; the writes returned, each committing (`sql`: the engine's)."""
         claim, result, classification = outcome.claim, outcome.result, outcome.classification
         throttled = classification.blamed == THROTTLING
         writes: list[Write] = []
         if throttled and self.budget and self.budget.rate is not None:
             # every worker slows down: the shared rate halves
-            writes.append(lambda session: self.budget.throttled(session, outcome.now))
+            writes.append(lambda session: self.budget.throttled(session, sql, outcome.now))
         if self.settings.suppress_refused_mailboxes and refuses_the_mailbox(result, classification):
             writes.append(lambda session: _suppress_refused_mailbox(session, outcome))
         if result.error_type == SMTPUTF8_NOT_OFFERED:

@@ -30,6 +30,7 @@ from console.store.database import make_engine, make_session_factory
 from console.worker.claim import SendBudget
 from tests.conftest import migrate_to_head
 from tests.support import pgcluster
+from tests.support.claim_steps import sql_of
 
 BATCH_SIZE = 50
 RATE = BucketPolicy.of(1000.0)  # never short of tokens: an empty claim gives all of them back
@@ -47,7 +48,9 @@ def claim_once(session_factory: sessionmaker[Session], budget: SendBudget | None
     with session_factory() as session:
         limits = claims.lane_limits_within(batch_size, None)
         if budget:
-            limits, granted = budget.lane_limits(session, now, limits, batch_size)
+            limits, granted = budget.lane_limits(
+                session, sql_of(session_factory), now, limits, batch_size
+            )
             batch_size = granted.batch_limit(batch_size)
         claims.lock_due(session, now, batch_size, limits)
         if budget:
@@ -58,7 +61,7 @@ def claim_once(session_factory: sessionmaker[Session], budget: SendBudget | None
 def take_once(session_factory: sessionmaker[Session]) -> None:
     """The bucket's statement alone, in its own transaction."""
     with session_factory() as session:
-        send_budget.take_tokens(session, RATE, time.time(), 1)
+        send_budget.take_tokens(session, sql_of(session_factory), RATE, time.time(), 1)
         session.commit()
 
 

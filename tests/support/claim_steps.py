@@ -8,7 +8,7 @@ import itertools
 
 from sqlalchemy import select, update
 
-from console.engine import Engine, engine_for
+from console.engine import Engine, SqlKit, engine_for
 from console.models import Attempt, Intent
 from console.outbox import enqueue
 from console.store import claims
@@ -52,6 +52,12 @@ def queue(session_factory, *, due=T0 - seconds(60), lane=BULK, **columns) -> int
 def engine_of(session) -> Engine:
     """The engine of the database `session` is on (its claim steps take `session`)."""
     return engine_for(session.get_bind())
+
+
+def sql_of(session_factory) -> SqlKit:
+    """How the database of `session_factory` spells what differs: its engine's ``sql``,
+    as the worker hands it to the store."""
+    return engine_for(session_factory.kw["bind"]).sql
 
 
 def on_engine(database, use, connections: int = 1):

@@ -2,7 +2,9 @@
 SQLite and on PostgreSQL: one claim never leases an intent twice, held and deferred mail
 stays put, retries go first, the mark comes before the body and is refused for a
 suppressed recipient or a swept attempt, a record is a compare-and-set on the lease, and
-a lease whose worker went silent after the mark is taken back as ambiguous.
+a lease whose worker went silent after the mark is taken back as ambiguous; and the
+statements each database spells its own way (``Engine.sql``): the send budget's take,
+refund and halving, a domain's deferral kept at its later end, a breaker's first row.
 
 The worker's own tests exercise the same promises through a real SMTP relay; here each
 is one step of the engine, so a broken engine names the step it broke.
@@ -15,13 +17,16 @@ import dataclasses
 import pytest
 from sqlalchemy import insert
 
+from console.core import breaker
+from console.core import token_bucket as tb
+from console.core.breaker import BreakerPolicy, BreakerState
 from console.core.domain_backoff import Deferral
 from console.core.lifecycle import Decision, classify_lease_expiry
 from console.core.outcomes import Classification
 from console.core.send_result import SendResult
 from console.engine import SUPPRESSED, SWEPT
 from console.models import Suppression
-from console.store import claims, holds, records, send_guards
+from console.store import claims, holds, records, send_budget, send_guards
 from console.vocabulary import (
     ACCEPTED,
     AMBIGUOUS,
@@ -83,7 +88,7 @@ def test_held_and_deferred_mail_stays_pending(session_factory, session):
         selector = holds.Selector.parse("domain", "held.example")
         holds.place_hold(other, selector, actor="ops", reason="drill", now=T0 - seconds(5))
         deferral = Deferral("slow.example", T0 + seconds(60), 0)
-        send_guards.defer_domain(other, deferral, 421, T0 - seconds(5))
+        send_guards.defer_domain(other, engine_of(other).sql, deferral, 421, T0 - seconds(5))
         other.commit()
     assert [c.intent.id for c in claim_all(session)] == [free]
     for intent_id in (held, deferred):
@@ -159,3 +164,46 @@ def test_a_silent_workers_lease_is_taken_back_as_its_stage_says(
     intent, [attempt] = load(session_factory, intent_id)
     assert (intent.status, attempt.outcome) == (becomes, verdict.outcome)
     assert on_engine(engine, lambda e: e.record(submitted(claim, swept_at))) is False
+
+
+def test_the_send_budget_takes_refunds_up_to_its_burst_and_halves_as_the_core_computes(session):
+    sql, policy = engine_of(session).sql, tb.BucketPolicy.of(10.0, burst=20.0)
+    bucket = tb.start(1000.0)
+    assert send_budget.take_tokens(session, sql, policy, 1000.0, 5) == (0, 0.0)  # made empty
+
+    def take(now, want):
+        nonlocal bucket
+        bucket, taken = tb.take(policy, bucket, now, want)
+        assert send_budget.take_tokens(session, sql, policy, now, want) == (
+            taken,
+            pytest.approx(bucket.tokens),
+        ), now
+
+    take(1001.55, 12)  # 15.5 tokens: 12 taken
+    for refund in (10, 10):  # the second refund fills the bucket to its burst, no further
+        send_budget.give_back(session, policy, refund)
+        bucket = tb.give_back(policy, bucket, refund)
+        assert send_budget.read_bucket(session).tokens == pytest.approx(bucket.tokens)
+    assert send_budget.halve_rate(session.connection(), sql, 1002.0)
+    assert not send_budget.halve_rate(session.connection(), sql, 1002.5), "once a second"
+    bucket = tb.halve(bucket, 1002.0)
+    assert send_budget.read_bucket(session) == bucket
+    for now in (1002.7, 1054.0, 1055.0, 1063.0, 1079.9, 1200.0):  # half, then climbing back
+        take(now, 100)
+
+
+def test_a_domain_deferral_keeps_its_later_end_and_a_breakers_first_row_is_written_once(
+    session,
+):
+    sql = engine_of(session).sql
+    for until, code in ((600, 421), (60, 451), (1200, 421)):
+        deferral = Deferral("slow.example", T0 + seconds(until), 0)
+        send_guards.defer_domain(session, sql, deferral, code, T0)
+        session.expire_all()  # the upsert is a Core statement: read the row afresh
+        [stored] = send_guards.active_deferrals(session, T0)
+        assert (stored.deferred_until, stored.reply_code) == (T0 + seconds(max(600, until)), code)
+    opened = breaker.trip_now(BreakerState(), BreakerPolicy(), T0)
+    assert send_guards.write_breaker_state(session, sql, "bulk", BreakerState(), opened, T0)
+    again = send_guards.write_breaker_state(session, sql, "bulk", BreakerState(), opened, T0)
+    assert not again, "another worker wrote it first"
+    assert send_guards.read_breakers(session)["bulk"] == opened

@@ -12,6 +12,7 @@ from console.store import send_guards
 from console.store.send_guards import read_breakers
 from console.vocabulary import CLOSED, HALF_OPEN, OPEN
 from console.worker.guard import GuardPolicy, SendGuard
+from tests.support.claim_steps import sql_of
 
 T0 = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.UTC)
 POLICY = BreakerPolicy(window_attempts=10, failure_rate=0.5, open_seconds=30, max_open_seconds=100)
@@ -153,7 +154,10 @@ def fail(guard, session, lane="bulk", count=10, outcome="transient", now=T0):
 
 
 def test_one_worker_trips_the_breaker_and_every_worker_pauses_the_lane(session_factory):
-    first, second = SendGuard(GUARD_POLICY, "w1"), SendGuard(GUARD_POLICY, "w2")
+    first, second = (
+        SendGuard(GUARD_POLICY, "w1", sql_of(session_factory)),
+        SendGuard(GUARD_POLICY, "w2", sql_of(session_factory)),
+    )
     with session_factory() as session:
         assert first.lane_limits(session, T0, 50) == {"critical": 50, "bulk": 50}
         assert second.lane_limits(session, T0, 50) == {"critical": 50, "bulk": 50}
@@ -172,7 +176,7 @@ def test_a_breaker_this_worker_opens_while_it_reads_the_breakers_pauses_that_cla
 ):
     """A claim during a batch awaits its read of the breakers while the worker's records
     go on: a lane one of them pauses meanwhile is paused for that claim too."""
-    guard = SendGuard(GUARD_POLICY, "w1")
+    guard = SendGuard(GUARD_POLICY, "w1", sql_of(session_factory))
     read = send_guards.read_breakers
 
     def read_while_a_record_trips(session):
@@ -189,7 +193,7 @@ def test_a_breaker_this_worker_opens_while_it_reads_the_breakers_pauses_that_cla
 
 
 def test_render_failures_do_not_count_towards_the_breaker(session_factory):
-    guard = SendGuard(GUARD_POLICY, "w1")
+    guard = SendGuard(GUARD_POLICY, "w1", sql_of(session_factory))
     with session_factory() as session:
         guard.lane_limits(session, T0, 50)
         for _ in range(10):
@@ -205,7 +209,7 @@ def test_render_failures_do_not_count_towards_the_breaker(session_factory):
 
 
 def test_exactly_one_worker_probes_and_its_answer_closes_or_reopens(session_factory):
-    guards = [SendGuard(GUARD_POLICY, f"w{n}") for n in range(3)]
+    guards = [SendGuard(GUARD_POLICY, f"w{n}", sql_of(session_factory)) for n in range(3)]
     with session_factory() as session:
         for guard in guards:
             guard.lane_limits(session, T0, 50)
@@ -231,7 +235,7 @@ def test_exactly_one_worker_probes_and_its_answer_closes_or_reopens(session_fact
 
 
 def test_an_unused_probe_lets_the_next_tick_try_again(session_factory):
-    guard = SendGuard(GUARD_POLICY, "w1")
+    guard = SendGuard(GUARD_POLICY, "w1", sql_of(session_factory))
     with session_factory() as session:
         guard.lane_limits(session, T0, 50)
         fail(guard, session)
@@ -243,7 +247,10 @@ def test_an_unused_probe_lets_the_next_tick_try_again(session_factory):
 
 
 def test_a_silent_prober_is_given_up_after_the_probe_timeout(session_factory):
-    silent, other = SendGuard(GUARD_POLICY, "w1"), SendGuard(GUARD_POLICY, "w2")
+    silent, other = (
+        SendGuard(GUARD_POLICY, "w1", sql_of(session_factory)),
+        SendGuard(GUARD_POLICY, "w2", sql_of(session_factory)),
+    )
     with session_factory() as session:
         silent.lane_limits(session, T0, 50)
         fail(silent, session)

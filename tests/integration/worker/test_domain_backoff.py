@@ -125,6 +125,7 @@ def test_a_run_of_4yz_defers_the_domains_due_intents_in_the_database(session_fac
     from console.models import Intent, utcnow
     from console.outbox import enqueue
     from console.worker.guard import GuardPolicy, SendGuard
+    from tests.support.claim_steps import sql_of
 
     now = utcnow()
     with session_factory() as session:
@@ -147,7 +148,7 @@ def test_a_run_of_4yz_defers_the_domains_due_intents_in_the_database(session_fac
         )
         session.commit()
 
-        guard = SendGuard(GuardPolicy(domains=POLICY), "w1")
+        guard = SendGuard(GuardPolicy(domains=POLICY), "w1", sql_of(session_factory))
         for _ in range(3):
             refusal = SendResult(stage=ENVELOPE, code=421, reply_text="4.7.0 try later")
             deferral = guard.note_domain_outcome("z@example.net", "transient", refusal, now)

@@ -217,3 +217,30 @@ def test_two_workers_on_their_own_postgresql_connections_honour_the_same_hold(
     finally:
         for engine in engines:
             engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_a_release_with_mail_waiting_wakes_other_processes_on_commit(
+    db_url, session_factory, clock
+):
+    import psycopg
+
+    from console.store.intents import NOTIFY_CHANNEL
+
+    empty = hold(session_factory, clock, "lane", "critical")
+    held = hold(session_factory, clock, "template", "welcome")
+    welcome(session_factory, "ada@example.com")
+    dsn = db_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn, autocommit=True) as listener:
+        listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+
+        def notifications() -> int:
+            return len(list(listener.notifies(timeout=0.3, stop_after=1)))
+
+        release(session_factory, clock, empty)
+        assert notifications() == 0, "nothing waited behind it"
+        with session_factory() as session:
+            holds.release_hold(session, held, actor="ops", reason="fixed", now=clock())
+            assert notifications() == 0, "nothing is announced before the commit"
+            session.commit()
+        assert notifications() == 1

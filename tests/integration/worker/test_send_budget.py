@@ -16,6 +16,7 @@ from console.transports.memory import MemoryTransport
 from console.vocabulary import CRITICAL, ENVELOPE, SUBMITTED
 from console.worker.claim import SendBudget
 from tests.support.backlog import insert_bulk_backlog
+from tests.support.claim_steps import sql_of
 
 RATE = tb.BucketPolicy.of(10.0)
 
@@ -46,40 +47,45 @@ def sent_lanes(session_factory, transport) -> list[str]:
 
 
 def test_the_first_claim_ever_finds_an_empty_bucket(session_factory):
+    sql = sql_of(session_factory)
     with session_factory() as session:
-        assert send_budget.take_tokens(session, RATE, 1000.0, 50) == (0, 0.0)
+        assert send_budget.take_tokens(session, sql, RATE, 1000.0, 50) == (0, 0.0)
         assert send_budget.read_bucket(session) == tb.start(1000.0)
-        assert send_budget.take_tokens(session, RATE, 1000.5, 50) == (5, 0.0)
+        assert send_budget.take_tokens(session, sql, RATE, 1000.5, 50) == (5, 0.0)
         session.commit()
 
 
 def test_a_bucket_made_for_the_quota_alone_starts_empty_too(session_factory):
     with session_factory() as session:
         send_budget.lock_budget(session, 1000.0)
-        assert send_budget.take_tokens(session, RATE, 1000.0, 50) == (0, 0.0)
+        assert send_budget.take_tokens(session, sql_of(session_factory), RATE, 1000.0, 50) == (
+            0,
+            0.0,
+        )
 
 
 def test_the_statement_takes_what_the_core_computes(session_factory):
+    sql = sql_of(session_factory)
     bucket = tb.start(999.0)
     steps = [(1000.0, 3), (1000.2, 50), (1000.35, 1), (1001.7, 4), (1003.0, 10), (1003.0, 1)]
     with session_factory() as session:
-        send_budget.take_tokens(session, RATE, 999.0, 0)  # creates the bucket, empty
+        send_budget.take_tokens(session, sql, RATE, 999.0, 0)  # creates the bucket, empty
         for now, want in steps:
             bucket, taken = tb.take(RATE, bucket, now, want)
-            assert send_budget.take_tokens(session, RATE, now, want) == (
+            assert send_budget.take_tokens(session, sql, RATE, now, want) == (
                 taken,
                 pytest.approx(bucket.tokens),
             )
         session.commit()
     with session_factory.kw["bind"].connect() as connection:
-        assert send_budget.halve_rate(connection, 1004.0)
-        assert not send_budget.halve_rate(connection, 1004.5), "at most once a second"
+        assert send_budget.halve_rate(connection, sql, 1004.0)
+        assert not send_budget.halve_rate(connection, sql, 1004.5), "at most once a second"
         connection.commit()
     halved = tb.halve(bucket, 1004.0)
     for now in (1004.0, 1030.0, 1064.0, 1075.0, 1200.0):
         halved, taken = tb.take(RATE, halved, now, 100)
         with session_factory() as session:
-            assert send_budget.take_tokens(session, RATE, now, 100)[0] == taken, now
+            assert send_budget.take_tokens(session, sql, RATE, now, 100)[0] == taken, now
             session.commit()
 
 
