@@ -14,7 +14,10 @@ so a stale worker changes nothing.
 The claim's steps take the ``Session`` of a transaction the engine opens
 (``in_transaction``): the application's eligibility checks take one too. The shared
 steps (closing unsent intents, giving claims back, settling a swept lease) are in
-``console.store.claims``; the steps whose SQL differs are the engine's.
+``console.store.claims``; the steps whose SQL differs are the engine's. The store
+functions the worker calls beside them (the send budget, the breakers, the domain
+deferrals) take what their database spells its own way from the engine (``sql``, a
+``SqlKit``: its INSERT with ON CONFLICT, its LEAST and GREATEST) instead of asking.
 """
 
 from __future__ import annotations

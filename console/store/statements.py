@@ -1,8 +1,9 @@
-"""The SQL the queries share: dialect helpers, the send loop's statements, and their prepared form.
+"""The SQL the queries share: dialect helpers, the send loop's statements and their prepared form.
 
 The helpers (the dialect, index-friendly prefixes, pages) serve every query. The send
 loop's statements and the columns of a due intent are built once here (each execution only
 binds values), and ``Prepared`` runs the per-message ones on the driver's cursor.
+``SqlKit`` is what each database spells its own way; each engine holds one.
 """
 
 from __future__ import annotations
