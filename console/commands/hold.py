@@ -81,7 +81,7 @@ def hold_command(lane, template, domain, reason: str, until: str | None) -> None
             session.rollback()
             raise click.ClickException(said(exc)) from None
         ends = f" until {placed.until:%Y-%m-%d %H:%M:%S} UTC" if placed.until else ""
-        click.echo(f"held {selector.describe()}{ends}; {waiting} pending intents wait behind it")
+        click.echo(f"held {selector.notation()}{ends}; {waiting} pending intents wait behind it")
 
 
 @click.command("release")
@@ -101,7 +101,7 @@ def release_command(lane, template, domain, reason: str | None) -> None:
             hold = holds.active_hold(session, selector, now)
             if hold is None:
                 known_selector(kind, text, catalog)
-                raise click.ClickException(f"{selector.describe()} is not held")
+                raise click.ClickException(f"{selector.notation()} is not held")
             released = holds.release_hold(
                 session, hold.id, actor=_actor(), reason=reason, now=now, max_ages=max_ages(catalog)
             )
@@ -112,7 +112,7 @@ def release_command(lane, template, domain, reason: str | None) -> None:
             session.rollback()
             raise click.ClickException(said(exc)) from None
         expired = f"; {released.expired} expired while held" if released.expired else ""
-        click.echo(f"released {selector.describe()}: {released.waiting} intents due now{expired}")
+        click.echo(f"released {selector.notation()}: {released.waiting} intents due now{expired}")
 
 
 @click.command("holds")
@@ -127,7 +127,7 @@ def holds_command() -> None:
             hold = line.hold
             ends = f", until {hold.until:%Y-%m-%d %H:%M:%S} UTC" if hold.until else ""
             click.echo(
-                f"{line.selector.describe()}\theld since {hold.held_at:%Y-%m-%d %H:%M:%S} UTC by "
+                f"{line.selector.notation()}\theld since {hold.held_at:%Y-%m-%d %H:%M:%S} UTC by "
                 f"{hold.held_by}{ends}\t{line.waiting} waiting\t{hold.reason}"
             )
 

@@ -13,9 +13,9 @@ def known_selector(kind: str, text: str, catalog: TemplateCatalog) -> holds.Sele
     selector = holds.Selector.parse(kind, text)
     if selector.kind == HOLD_TEMPLATE:
         try:
-            catalog.resolve(selector.describe().partition(" ")[2])
+            catalog.resolve(selector.spec)
         except TemplateError as exc:
-            raise holds.UnknownTarget(str(exc)) from None
+            raise holds.UnknownTarget("template_unknown", problem=str(exc)) from None
     return selector
 
 

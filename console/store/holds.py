@@ -55,25 +55,30 @@ class Selector:
         text = (text or "").strip()
         if kind == HOLD_LANE:
             if text not in LANES:
-                raise UnknownTarget(f"unknown lane {text!r}: expected one of {', '.join(LANES)}")
+                raise UnknownTarget("lane_unknown", text=text, lanes=LANES)
             return cls(HOLD_LANE, text)
         if kind == HOLD_TEMPLATE:
             match = _TEMPLATE_SPEC.match(text)
             if not match:
-                raise UnknownTarget(f"unknown template {text!r}: expected 'name' or 'name@N'")
+                raise UnknownTarget("template_spec_unreadable", text=text)
             version = int(match["version"]) if match["version"] else None
             return cls(HOLD_TEMPLATE, match["name"], version)
         if kind == HOLD_DOMAIN:
             domain = text.lower().removeprefix("@").rstrip(".")
             if not _DOMAIN.match(domain):
-                raise UnknownTarget(f"not a domain: {text!r}")
+                raise UnknownTarget("domain_invalid", text=text)
             return cls(HOLD_DOMAIN, domain)
-        raise UnknownTarget(f"a hold names one of: {', '.join(HOLD_KINDS)}")
+        raise UnknownTarget("hold_kind_unknown", kinds=HOLD_KINDS)
 
-    def describe(self) -> str:
-        """``lane critical``, ``template password-reset@2``, ``domain example.com``."""
-        version = f"@{self.version}" if self.version is not None else ""
-        return f"{self.kind} {self.value}{version}"
+    @property
+    def spec(self) -> str:
+        """What follows the kind: ``critical``, ``password-reset@2``, ``example.com``."""
+        return self.value if self.version is None else f"{self.value}@{self.version}"
+
+    def notation(self) -> str:
+        """The selector as ``console hold`` takes it and ``parse`` reads it back:
+        ``lane critical``, ``template password-reset@2``, ``domain example.com``."""
+        return f"{self.kind} {self.spec}"
 
 
 def selector_of(hold: IntentHold) -> Selector:
@@ -146,12 +151,11 @@ def place_hold(
     """Hold `selector` from now (until `until`, if given); audited. ActionRefused if held."""
     reason = required_reason(reason)
     if until is not None and until <= now:
-        raise ActionRefused(f"the hold would end in the past ({until.isoformat()})")
+        raise ActionRefused("hold_ends_in_the_past", until=until)
     existing = active_hold(session, selector, now)
     if existing is not None:
         raise StaleAction(
-            f"{selector.describe()} is already held, since {existing.held_at:%Y-%m-%d %H:%M} UTC"
-            f" by {existing.held_by}"
+            "already_held", held=selector.notation(), since=existing.held_at, by=existing.held_by
         )
     hold = IntentHold(
         kind=selector.kind,
@@ -170,7 +174,7 @@ def place_hold(
         [
             audit_values(
                 actor=actor, action="hold", now=now, reason=reason,
-                target=selector.describe(), details=details,
+                target=selector.notation(), details=details,
             )
         ],
     )  # fmt: skip
@@ -204,7 +208,7 @@ def release_hold(
         hold is None
         or session.execute(ended.values(released_at=now, released_by=actor)).rowcount != 1
     ):
-        raise StaleAction("that hold is no longer set")
+        raise StaleAction("hold_gone")
     selector = selector_of(hold)
     expired = _expire_held(session, hold, now, max_ages or {})
     waiting = waiting_behind(session, selector)
@@ -213,7 +217,7 @@ def release_hold(
         [
             audit_values(
                 actor=actor, action="release", now=now, reason=reason,
-                target=selector.describe(),
+                target=selector.notation(),
                 details={"hold_id": hold_id, "waiting": waiting, "expired": expired},
             )
         ],
@@ -242,7 +246,7 @@ def _expire_held(
         if deadline is not None and now >= deadline:
             reason = (
                 f"not sent: no longer useful after {deadline.isoformat()}, while held"
-                f" ({selector_of(hold).describe()}: {hold.reason})"
+                f" ({selector_of(hold).notation()}: {hold.reason})"
             )
             rows.append(dict(b_id=intent_id, b_reason=reason))
     if rows:

@@ -106,7 +106,7 @@ def hold_alerts(lines: Sequence[holds.HoldLine]) -> list[Alert]:
     link = url_for("holds.index")
     return [
         Alert(
-            f"Held: {line.selector.describe()} since {format_timestamp(line.hold.held_at)} by "
+            f"Held: {line.selector.notation()} since {format_timestamp(line.hold.held_at)} by "
             f"{line.hold.held_by}, {hold_until_words(line.hold.until)}; "
             f"{plural(line.waiting, 'pending intent')} {'waits' if line.waiting == 1 else 'wait'}",
             link,

@@ -124,7 +124,7 @@ def place():
         kept = dict(kind=form.get("kind", "")[:16], value=form.get("value", "").strip()[:255])
         return _refused(exc, "Not held", **kept)
     db.session.commit()
-    message = f"{selector.describe()} is held: nothing of it is sent until it is released."
+    message = f"{selector.notation()} is held: nothing of it is sent until it is released."
     return forms.done(message, "holds.index")
 
 
@@ -153,7 +153,7 @@ def release(hold_id: int):
         wakeup.notify()
     expired = f"; {released.expired} expired while held" if released.expired else ""
     waiting = plural(released.waiting, "intent")
-    message = f"{released.selector.describe()} is released: {waiting} due now"
+    message = f"{released.selector.notation()} is released: {waiting} due now"
     return forms.done(message + expired + ".", "holds.index")
 
 

@@ -15,7 +15,7 @@ from console.web.holds import hold_until_words, holds_stopping
 
 def _hold_waits(intent) -> list[str]:
     return [
-        f"the release of {line.selector.describe()} (held since {format_time(line.hold.held_at)} "
+        f"the release of {line.selector.notation()} (held since {format_time(line.hold.held_at)} "
         f"by {line.hold.held_by}, {hold_until_words(line.hold.until)})"
         for line in holds_stopping(intent)
     ]

@@ -123,6 +123,18 @@ def _not_a_time(text: str, example: str) -> str:
     return f"not a time: {text[:_TIME_SHOWN]!r} (write it as {example}, in UTC)"
 
 
+def _lane_unknown(text: str, lanes: Sequence[str]) -> str:
+    return f"unknown lane {text!r}: expected one of {', '.join(lanes)}"
+
+
+def _hold_kind_unknown(kinds: Sequence[str]) -> str:
+    return f"a hold names one of: {', '.join(kinds)}"
+
+
+def _hold_ends_in_the_past(until: dt.datetime) -> str:
+    return f"the hold would end in the past ({until.isoformat()})"
+
+
 def _too_late(until: dt.datetime, why: str) -> str:
     return (
         f"a requeue cannot send it: it was useful until {format_time(until)} ({why}), "
@@ -220,7 +232,15 @@ REFUSALS: dict[str, str | Callable[..., str]] = {
     "secret_key_missing": "an erasure needs the secret key (CONSOLE_SECRET_KEY)",
     "intents_unfinished": _unfinished,
     "address_changed": "an intent to that address changed meanwhile: nothing was done",
-    # holds (the page's own check of its form)
+    # holds (holds.py, ops/hold_targets.py; the page's own check of its form)
+    "lane_unknown": _lane_unknown,
+    "template_spec_unreadable": "unknown template {text!r}: expected 'name' or 'name@N'",
+    "template_unknown": "{problem}",
+    "domain_invalid": "not a domain: {text!r}",
+    "hold_kind_unknown": _hold_kind_unknown,
+    "hold_ends_in_the_past": _hold_ends_in_the_past,
+    "already_held": "{held} is already held, since {since:%Y-%m-%d %H:%M} UTC by {by}",
+    "hold_gone": "that hold is no longer set",
     "time_unreadable": _not_a_time,
     # the search (intent_search.py)
     "filter_unknown": _filter,

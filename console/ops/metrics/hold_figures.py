@@ -30,7 +30,7 @@ REMIND_EVERY = dt.timedelta(days=1)
 
 
 def _held_name(selector: holds.Selector) -> str:
-    return selector.describe().partition(" ")[2]
+    return selector.spec
 
 
 class HoldCollector(Collector):
@@ -74,11 +74,11 @@ def hold_reminders(session: Session, settings: Settings, now: dt.datetime) -> li
         if days < 1:
             continue
         summary = (
-            f"{line.selector.describe()} has been held for {days} day(s), since "
+            f"{line.selector.notation()} has been held for {days} day(s), since "
             f"{hold.held_at:%Y-%m-%d %H:%M} UTC by {hold.held_by} ({hold.reason}): "
             f"{line.waiting} intent(s) waiting"
         )
-        details = {"hold_id": hold.id, "held": line.selector.describe(), "days": days,
+        details = {"hold_id": hold.id, "held": line.selector.notation(), "days": days,
                    "waiting": line.waiting}  # fmt: skip
         found.append(Condition(f"{HOLD_SET}:{hold.id}:{days}", summary, details))
     return found

@@ -173,7 +173,7 @@ def test_the_list_counts_the_intents_waiting_behind_each_hold(session_factory, c
     welcome(session_factory, "d@x.example")
     with session_factory() as session:
         lines = holds.holds_in_force(session, clock())
-    assert [(line.selector.describe(), line.waiting) for line in lines] == [
+    assert [(line.selector.notation(), line.waiting) for line in lines] == [
         ("domain bouncy.example", 2),
         ("template welcome", 1),
     ]
