@@ -1,8 +1,9 @@
 """The send path's database work behind one interface, one implementation a database.
 
 The database is chosen once (``engine_for``); the worker then only calls what an
-``Engine`` offers and never asks which database it is on (three writes it shares with
-the console still do: the heartbeat, an alert's row, a refused mailbox's suppression).
+``Engine`` offers and never asks which database it is on (the writes it shares with the
+console, the heartbeat, an alert's row and a refused mailbox's suppression, are one
+statement that both databases read alike).
 ``sqlite`` works in the event loop's thread (SQLite is a file: no round trip to wait
 for); ``postgres`` awaits psycopg's own async connections, so the other sends go on while
 PostgreSQL answers.

@@ -18,8 +18,24 @@ from sqlalchemy.orm import Session
 
 from console.models import Attempt, Intent
 from console.state_tables import AlertState, LaneBreaker
-from console.store.statements import dialect_of, insert_for
+from console.store.statements import insert_on_conflict
 from console.vocabulary import AMBIGUOUS, DEAD, PENDING
+
+_INSERT_ALERT = insert_on_conflict(
+    AlertState.__table__,
+    [
+        "condition",
+        "active",
+        "summary",
+        "details",
+        "fired_at",
+        "cleared_at",
+        "webhook_due",
+        "webhook_claimed_at",
+    ],
+    "condition",
+    returning="condition",
+)
 
 
 def _changed_at():
@@ -118,14 +134,7 @@ def mark_alert_firing(
 
 def _insert_ignoring_conflict(session: Session, values: dict[str, Any]) -> bool:
     """INSERT the row unless its condition exists; return whether it was inserted."""
-    insert = insert_for(dialect_of(session))
-    statement = (
-        insert(AlertState)
-        .values(**values)
-        .on_conflict_do_nothing(index_elements=["condition"])
-        .returning(AlertState.condition)
-    )
-    return session.execute(statement).scalar_one_or_none() is not None
+    return session.execute(_INSERT_ALERT, values).scalar_one_or_none() is not None
 
 
 def mark_alert_cleared(session: Session, key: str, now: dt.datetime) -> bool:

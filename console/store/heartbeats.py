@@ -16,7 +16,15 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from console.state_tables import WorkerHeartbeat
-from console.store.statements import dialect_of, insert_for
+from console.store.statements import insert_on_conflict
+
+_BEAT = insert_on_conflict(  # a worker that ticks runs: no longer stopped
+    WorkerHeartbeat.__table__,
+    ["worker_id", "host", "pid", "started_at", "last_tick_at", "version"],
+    "worker_id",
+    then="UPDATE SET last_tick_at = excluded.last_tick_at, version = excluded.version, "
+    "stopped_at = NULL",
+)
 
 DISTRIBUTION = "outbox-console"
 VERSION_LONGEST = 64
@@ -47,7 +55,7 @@ def beat(
     place writes its new version with its next tick.
     """
     version = (version or product_version())[:VERSION_LONGEST]
-    statement = insert_for(dialect_of(session))(WorkerHeartbeat).values(
+    values = dict(
         worker_id=worker_id,
         host=host,
         pid=pid,
@@ -55,16 +63,7 @@ def beat(
         last_tick_at=now,
         version=version,
     )
-    excluded = statement.excluded
-    statement = statement.on_conflict_do_update(
-        index_elements=["worker_id"],
-        set_={
-            "last_tick_at": excluded.last_tick_at,
-            "version": excluded.version,
-            "stopped_at": None,  # it ticks: it runs
-        },
-    )
-    session.execute(statement)
+    session.execute(_BEAT, values)
 
 
 def record_stop(session: Session, *, worker_id: str, now: dt.datetime) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -24,12 +24,13 @@ from sqlalchemy import (
     func,
     insert,
     select,
+    text,
     update,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError, InvalidRequestError
 from sqlalchemy.orm import Session
-from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql import ClauseElement, TextClause
 
 from console.model_columns import UTCDateTime
 from console.models import Attempt, Intent, Suppression
@@ -45,6 +46,21 @@ PAGE_SIZE = 50
 def dialect_of(session: Session) -> str:
     """The name of the database dialect `session` talks to: "sqlite" or "postgresql"."""
     return session.get_bind().dialect.name
+
+
+def insert_on_conflict(
+    table: Any, columns: Sequence[str], conflict: str, then: str = "NOTHING", returning: str = ""
+) -> TextClause:
+    """``INSERT INTO table (columns) VALUES (:columns) ON CONFLICT (conflict) DO then``:
+    SQLite and PostgreSQL spell it alike, so one statement serves both. Each value is bound
+    with its column's type; `returning`, when given, names what the row gives back."""
+    names = ", ".join(columns)
+    values = ", ".join(f":{column}" for column in columns)
+    sql = (
+        f"INSERT INTO {table.name} ({names}) VALUES ({values}) "
+        f"ON CONFLICT ({conflict}) DO {then}" + (f" RETURNING {returning}" if returning else "")
+    )
+    return text(sql).bindparams(*(bindparam(c, type_=table.c[c].type) for c in columns))
 
 
 def insert_for(dialect: str) -> Any:

@@ -29,7 +29,13 @@ from console.store.actions import (
     required_reason,
 )
 from console.store.audit import audit_values, write_audit
-from console.store.statements import PAGE_SIZE, dialect_of, insert_for, prefix_match
+from console.store.statements import (
+    PAGE_SIZE,
+    dialect_of,
+    insert_for,
+    insert_on_conflict,
+    prefix_match,
+)
 from console.vocabulary import SUPPRESSED
 
 _address_key = ""
@@ -215,6 +221,14 @@ REFUSED_MAILBOX_ACTOR = "smtp"  # created_by of suppressions a relay's refusal m
 REFUSAL_NOTE_LIMIT = 500
 
 
+_SUPPRESS_REFUSED = insert_on_conflict(
+    Suppression.__table__,
+    ["recipient", "reason", "note", "source_attempt_id", "created_by", "created_at"],
+    "recipient",
+    returning="id",
+)
+
+
 def suppress_refused_mailbox(
     connection: Connection, *, recipient: str, reply: str, attempt_id: int, now: dt.datetime
 ) -> bool:
@@ -222,20 +236,15 @@ def suppress_refused_mailbox(
 
     The caller commits. False when already suppressed.
     """
-    statement = (
-        insert_for(connection.dialect.name)(Suppression)
-        .values(
-            recipient=recipient.lower()[:320],
-            reason="bounce",
-            note=reply[:REFUSAL_NOTE_LIMIT],
-            source_attempt_id=attempt_id,
-            created_by=REFUSED_MAILBOX_ACTOR,
-            created_at=now,
-        )
-        .on_conflict_do_nothing(index_elements=["recipient"])
-        .returning(Suppression.id)
+    values = dict(
+        recipient=recipient.lower()[:320],
+        reason="bounce",
+        note=reply[:REFUSAL_NOTE_LIMIT],
+        source_attempt_id=attempt_id,
+        created_by=REFUSED_MAILBOX_ACTOR,
+        created_at=now,
     )
-    return connection.execute(statement).first() is not None
+    return connection.execute(_SUPPRESS_REFUSED, values).first() is not None
 
 
 def suppress_for_event(

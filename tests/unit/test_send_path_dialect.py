@@ -19,7 +19,7 @@ SEND_PATH = sorted(
         *(PACKAGE / "worker").glob("*.py"),
         *(PACKAGE / "transports").glob("*.py"),
         *(PACKAGE / "store" / f"{name}.py" for name in ("claims", "records", "send_budget")),
-        *(PACKAGE / "store" / f"{name}.py" for name in ("send_guards", "holds")),
+        *(PACKAGE / "store" / f"{name}.py" for name in ("send_guards", "holds", "heartbeats")),
     ]
 )
 DATABASE_NAMES = {"postgresql", "sqlite"}
