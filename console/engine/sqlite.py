@@ -3,7 +3,7 @@
 SQLite is a file in this process: a write is local work, not a round trip, and a thread
 would only contend for the GIL with the event loop. The claim and the housekeeping run in
 a ``Session``; the marks and records on one connection kept for the batch, their
-statements compiled once and run on the driver's cursor (``statements.Prepared``). The
+statements compiled once and run on the driver's cursor (``sqlite_prepared.Prepared``). The
 worker posts each record while the sender waits for the relay's next reply, so the
 record fills that wait.
 
@@ -23,6 +23,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
 from console.engine.base import SUPPRESSED, SWEPT, T
+from console.engine.sqlite_prepared import commit, prepared, rollback
 from console.store import claims, suppressions
 from console.store import statements as s
 from console.store.claims import FIRST_TRY, NOW, RETRY, Claim, ExpiredLease
@@ -142,9 +143,9 @@ class SqliteEngine:
         try:
             forms = suppressions.recipient_forms(recipient)
             values = {"b_id": attempt_id, "b_address": forms[0], "b_address_hash": forms[-1]}
-            mark = s.prepared(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, connection.dialect)
+            mark = prepared(s.MARK_DATA_SENT_UNLESS_SUPPRESSED, connection.dialect)
             marked = mark.execute(connection, values).rowcount == 1
-            s.commit(connection)
+            commit(connection)
             if marked:
                 return None
             return SUPPRESSED if suppressions.is_suppressed_now(connection, recipient) else SWEPT
@@ -184,10 +185,10 @@ def _record(connection: Connection, values: dict[str, Any]) -> bool:
     """Move the intent only while this lease holds it, then finish its attempt; commit.
     False for a stale worker: nothing changed."""
     dialect = connection.dialect
-    moved = s.prepared(s.MOVE_LEASED_INTENT, dialect).execute(connection, values).rowcount
+    moved = prepared(s.MOVE_LEASED_INTENT, dialect).execute(connection, values).rowcount
     if moved:
-        s.prepared(s.RECORD_ATTEMPT, dialect).execute(connection, values)
-        s.commit(connection)
+        prepared(s.RECORD_ATTEMPT, dialect).execute(connection, values)
+        commit(connection)
     else:
-        s.rollback(connection)
+        rollback(connection)
     return bool(moved)

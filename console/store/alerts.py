@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from console.models import Attempt, Intent
 from console.state_tables import AlertState, LaneBreaker
-from console.store.statements import insert_on_conflict
+from console.store.sql_helpers import insert_on_conflict
 from console.vocabulary import AMBIGUOUS, DEAD, PENDING
 
 _INSERT_ALERT = insert_on_conflict(

@@ -10,7 +10,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from console.models import AuditEntry
-from console.store.statements import PAGE_SIZE
+from console.store.sql_helpers import PAGE_SIZE
 
 
 def audit_values(

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from console.models import Attempt, Intent
 from console.store.intent_search import AGE_BUCKETS, age_conditions
 from console.store.queue_figures import count_statuses, count_submitted_since
-from console.store.statements import dialect_of
+from console.store.sql_helpers import dialect_of
 from console.vocabulary import PENDING, STATUSES, SUBMITTED
 
 SUBMITTED_WINDOW_HOURS = 24

@@ -12,7 +12,7 @@ from sqlalchemy import ColumnElement
 
 from console.events import PERMANENT
 from console.models import Intent
-from console.store.send_budget import RATE_WINDOWS
+from console.store.sender_rates import RATE_WINDOWS
 
 DELIVERED = "delivered"
 DEFERRED = "deferred"

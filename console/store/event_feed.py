@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from console.models import Intent, ProviderEvent, Suppression
-from console.store.statements import PAGE_SIZE
+from console.store.sql_helpers import PAGE_SIZE
 
 MATCHED = "matched"
 UNMATCHED = "unmatched"

@@ -16,7 +16,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from console.state_tables import WorkerHeartbeat
-from console.store.statements import insert_on_conflict
+from console.store.sql_helpers import insert_on_conflict
 
 _BEAT = insert_on_conflict(  # a worker that ticks runs: no longer stopped
     WorkerHeartbeat.__table__,

@@ -34,7 +34,7 @@ from console.core.whole_numbers import whole_number
 from console.models import Intent, utcnow
 from console.store import delivery_facts
 from console.store.prefix_search import PREFIX_COLUMNS, PrefixPosition, prefix_rows, sort_value
-from console.store.statements import PAGE_SIZE, dialect_of, prefix_match
+from console.store.sql_helpers import PAGE_SIZE, dialect_of, prefix_match
 from console.vocabulary import LANES, STATUSES
 from console.words.refusals import Refusal
 

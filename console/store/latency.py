@@ -23,7 +23,7 @@ from sqlalchemy import Integer, and_, case, cast, func, literal, or_, select
 from sqlalchemy.orm import Session
 
 from console.models import Intent
-from console.store.statements import dialect_of
+from console.store.sql_helpers import dialect_of
 from console.vocabulary import LANES
 
 SECONDS_PER_MINUTE = 60

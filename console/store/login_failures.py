@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from console.model_columns import UTCDateTime
 from console.state_tables import LoginFailureCount
 from console.store.address_redaction import mentions
-from console.store.statements import dialect_of, insert_for
+from console.store.sql_helpers import dialect_of, insert_for
 
 ANY_USER = ""  # the username of the per-address row
 USERNAME_KEY_LENGTH = 100

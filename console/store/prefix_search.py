@@ -20,7 +20,7 @@ from sqlalchemy import ColumnElement, and_, literal_column, not_, select
 from sqlalchemy.orm import Session
 
 from console.models import Intent
-from console.store.statements import prefix_match
+from console.store.sql_helpers import prefix_match
 
 PREFIX_COLUMNS = (Intent.event, Intent.idempotency_key)
 

@@ -41,7 +41,7 @@ from console.events.matching import Candidate, choose
 from console.events.metadata import names_intent, parse_reference
 from console.models import Attempt, Intent, ProviderEvent, utcnow
 from console.store.event_facts import EVENT_ACTOR_PREFIX, link_and_apply
-from console.store.statements import dialect_of, insert_for
+from console.store.sql_helpers import dialect_of, insert_for
 from console.store.suppressions import suppress_for_event
 
 log = logging.getLogger(__name__)

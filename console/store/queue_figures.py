@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from console.models import Intent, ProviderEvent, Suppression
 from console.state_tables import LaneBreaker
-from console.store.statements import dialect_of
+from console.store.sql_helpers import dialect_of
 from console.vocabulary import LANES, PENDING, SUBMITTED
 
 Counts = dict[tuple[str, str], int]  # (status, lane) -> intents

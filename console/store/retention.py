@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from console.core.address_hash import address_hash
 from console.models import Attempt, AuditEntry, Intent, ProviderEvent, Suppression
 from console.store.address_redaction import AUDIT_COLUMNS, redacted, write_redacted
-from console.store.statements import dialect_of
+from console.store.sql_helpers import dialect_of
 from console.vocabulary import TERMINAL_STATUSES
 
 SessionFactory = Callable[[], Session]

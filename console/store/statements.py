@@ -1,98 +1,32 @@
-"""The SQL the queries share: dialect helpers, the send loop's statements and their prepared form.
+"""The send loop's statements, the columns of a due intent, and what each database spells
+its own way (``SqlKit``, one per engine).
 
-The helpers (the dialect, index-friendly prefixes, pages) serve every query. The send
-loop's statements and the columns of a due intent are built once here (each execution only
-binds values), and ``Prepared`` runs the per-message ones on the driver's cursor.
-``SqlKit`` is what each database spells its own way; each engine holds one.
+The statements are built once here (each execution only binds values); the claim, the
+lease sweep and the records use them. SQLite's engine runs the per-message ones compiled
+once (``console.engine.sqlite_prepared``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import (
-    ColumnElement,
-    Connection,
     String,
-    and_,
     bindparam,
     delete,
     exists,
     func,
     insert,
     select,
-    text,
     update,
 )
-from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError, InvalidRequestError
-from sqlalchemy.orm import Session
-from sqlalchemy.sql import ClauseElement, TextClause
 
 from console.model_columns import UTCDateTime
 from console.models import Attempt, Intent, Suppression
 from console.vocabulary import DATA_SENT, PENDING, SENDING
-
-# Helpers -----------------------------------------------------------------------------------------
-#
-# Small SQL helpers the console's queries share: the dialect, index-friendly prefixes, pages.
-
-PAGE_SIZE = 50
-
-
-def dialect_of(session: Session) -> str:
-    """The name of the database dialect `session` talks to: "sqlite" or "postgresql"."""
-    return session.get_bind().dialect.name
-
-
-def insert_on_conflict(
-    table: Any, columns: Sequence[str], conflict: str, then: str = "NOTHING", returning: str = ""
-) -> TextClause:
-    """``INSERT INTO table (columns) VALUES (:columns) ON CONFLICT (conflict) DO then``:
-    SQLite and PostgreSQL spell it alike, so one statement serves both. Each value is bound
-    with its column's type; `returning`, when given, names what the row gives back."""
-    names = ", ".join(columns)
-    values = ", ".join(f":{column}" for column in columns)
-    sql = (
-        f"INSERT INTO {table.name} ({names}) VALUES ({values}) "
-        f"ON CONFLICT ({conflict}) DO {then}" + (f" RETURNING {returning}" if returning else "")
-    )
-    return text(sql).bindparams(*(bindparam(c, type_=table.c[c].type) for c in columns))
-
-
-def insert_for(dialect: str) -> Any:
-    """The INSERT construct of `dialect` (postgresql or sqlite): both have ON CONFLICT."""
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return insert
-
-
-def prefix_match(column: Any, prefix: str, dialect: str) -> ColumnElement[bool]:
-    """Match values starting with `prefix` in a way that uses the column's index.
-
-    PostgreSQL's indexes use varchar_pattern_ops, which serve LIKE 'x%'; SQLite's
-    LIKE ignores case and skips the index, so there it is a range on the BINARY index.
-    """
-    if dialect == "postgresql":
-        return column.startswith(prefix, autoescape=True)
-    if ord(prefix[-1]) >= 0x10FFFF:
-        return and_(column >= prefix, func.substr(column, 1, len(prefix)) == prefix)
-    following = ord(prefix[-1]) + 1
-    if 0xD800 <= following <= 0xDFFF:  # surrogates cannot be stored: the next character is U+E000
-        following = 0xE000
-    upper = prefix[:-1] + chr(following)
-    return and_(column >= prefix, column < upper)
-
-
-# The send loop's statements ----------------------------------------------------------------------
-#
-# The statements of the send loop, built once (each execution only binds values), and the columns
-# of a due intent. Used by the claim, the lease sweep and the records.
 
 REPLY_TEXT_LIMIT = 2000
 ERROR_TEXT_LIMIT = 1000
@@ -273,107 +207,3 @@ class SqlKit:
 def clip(text: str | None, limit: int) -> str | None:
     """Cut `text` to `limit` characters (None and "" stay as they are)."""
     return text[:limit] if text else text
-
-
-# Prepared statements -----------------------------------------------------------------------------
-#
-# The send loop's per-message statements, compiled once and run on the driver's cursor.
-#
-# The ``data_sent`` mark and the compare-and-set record run once a message each.
-# ``Connection.execute`` spends longer looking the statement up in its compiled cache, building the
-# parameters and wrapping the result than SQLite's own work for these statements
-# (docs/benchmarks.md). A ``Prepared`` keeps SQLAlchemy's own compilation of the statement for the
-# connection's dialect (its SQL and its bind processors, so each value is converted exactly as
-# ``Connection.execute`` converts it) and runs it on the DBAPI cursor of the SQLAlchemy connection.
-#
-# It commits on the DBAPI connection too, so it is used only on a connection with no
-# transaction of SQLAlchemy's own begun (the SQLite engine's writer). A driver error is raised
-# as SQLAlchemy's ``DBAPIError`` without its parameters, as the engines raise it, and a broken
-# connection is invalidated so that the pool does not hand it out again.
-
-_MISSING = object()
-
-
-class Prepared:
-    """A Core statement compiled once for a dialect, run on the DBAPI cursor."""
-
-    def __init__(self, statement: ClauseElement, dialect: Dialect) -> None:
-        compiled = statement.compile(dialect=dialect)
-        self._dialect = dialect
-        self.sql = compiled.string
-        if any(bind.callable for bind in compiled.bind_names) or compiled.escaped_bind_names:
-            raise ValueError(f"not a statement Prepared can run: {self.sql}")
-        # each driver parameter: its name, where its value comes from, its processor
-        # (what construct_params and the bind processors do, planned once); a
-        # positional style lists a value bound twice twice
-        steps = {
-            name: (name, bind.key, bind.required, bind.value, _processor(bind, dialect))
-            for bind, name in compiled.bind_names.items()
-        }
-        self._positions = compiled.positiontup  # None for a named paramstyle
-        names = steps if self._positions is None else self._positions
-        self._plan = [steps[name] for name in names]
-
-    def parameters(self, values: dict[str, Any]) -> list[Any] | dict[str, Any]:
-        """The driver's parameters for `values`, converted as SQLAlchemy converts them."""
-        converted = []
-        for _name, key, required, fixed, process in self._plan:
-            value = values.get(key, _MISSING)
-            if value is _MISSING:
-                if required:
-                    raise InvalidRequestError(f"A value is required for bind parameter {key!r}")
-                value = fixed
-            converted.append(value if process is None else process(value))
-        if self._positions is None:
-            return {step[0]: value for step, value in zip(self._plan, converted, strict=True)}
-        return converted
-
-    def execute(self, connection: Connection, values: dict[str, Any]) -> Any:
-        """Run the statement with `values` on `connection`'s DBAPI cursor; the cursor."""
-        dbapi_connection = connection.connection.dbapi_connection
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute(self.sql, self.parameters(values))
-        except self._dialect.loaded_dbapi.Error as error:
-            raise self._wrapped(connection, error, dbapi_connection, cursor) from error
-        return cursor
-
-    def _wrapped(self, connection: Connection, error, dbapi_connection, cursor) -> DBAPIError:
-        if self._dialect.is_disconnect(error, dbapi_connection, cursor):
-            connection.invalidate(error)
-        return DBAPIError.instance(
-            self.sql,
-            None,
-            error,
-            self._dialect.loaded_dbapi.Error,
-            hide_parameters=True,
-            dialect=self._dialect,
-        )
-
-
-def _processor(bind, dialect: Dialect):
-    return bind.type.dialect_impl(dialect).bind_processor(dialect)
-
-
-# Each entry holds its statement too: a statement that lived in the cache cannot be
-# collected and its id handed to another one (a statement built on the fly).
-_prepared: dict[tuple[int, str, str, str], tuple[ClauseElement, Prepared]] = {}
-
-
-def prepared(statement: ClauseElement, dialect: Dialect) -> Prepared:
-    """The `Prepared` of a module-level `statement` for dialects like `dialect`."""
-    key = (id(statement), dialect.name, dialect.driver, dialect.paramstyle)
-    found = _prepared.get(key)
-    if found is None:
-        found = _prepared[key] = (statement, Prepared(statement, dialect))
-    return found[1]
-
-
-def commit(connection: Connection) -> None:
-    """Commit what `Prepared` statements did on `connection` (nothing in autocommit)."""
-    connection.connection.dbapi_connection.commit()
-
-
-def rollback(connection: Connection) -> None:
-    """Roll back what `Prepared` statements did on `connection`."""
-    connection.connection.dbapi_connection.rollback()

@@ -29,7 +29,7 @@ from console.store.actions import (
     required_reason,
 )
 from console.store.audit import audit_values, write_audit
-from console.store.statements import (
+from console.store.sql_helpers import (
     PAGE_SIZE,
     dialect_of,
     insert_for,

@@ -14,7 +14,7 @@ from console.ops.alerts.checks import AMBIGUOUS_WAITING, DEAD_LETTER
 from console.ops.metrics.delivery_figures import DashboardFigures
 from console.ops.metrics.send_budget_figures import budget_figures, quota_notices
 from console.state_tables import AlertState
-from console.store import alerts, holds, intent_search, send_budget
+from console.store import alerts, holds, intent_search, sender_rates
 from console.store.dashboard_queries import SUBMITTED_WINDOW_HOURS, ChartBar
 from console.store.delivery_facts import COMPLAINED, HARD_BOUNCED
 from console.store.heartbeats import WorkerRow, recent_workers
@@ -204,10 +204,10 @@ def index():
         chart_height=CHART_HEIGHT,
         accepted_last_hour=sum(bar.accepted for bar in snapshot.chart),
         failed_last_hour=sum(bar.failed for bar in snapshot.chart),
-        rate_windows=send_budget.RATE_WINDOWS,
-        rate_limits=send_budget.LIMIT_BASIS_POINTS,
-        rate_kinds={send_budget.BOUNCE: "permanent bounces", send_budget.COMPLAINT: "complaints"},
-        rate_facts={send_budget.BOUNCE: HARD_BOUNCED, send_budget.COMPLAINT: COMPLAINED},
+        rate_windows=sender_rates.RATE_WINDOWS,
+        rate_limits=sender_rates.LIMIT_BASIS_POINTS,
+        rate_kinds={sender_rates.BOUNCE: "permanent bounces", sender_rates.COMPLAINT: "complaints"},
+        rate_facts={sender_rates.BOUNCE: HARD_BOUNCED, sender_rates.COMPLAINT: COMPLAINED},
         rates_over_limit=any(rate.over_limit for rate in snapshot.sender_rates.values()),
         rates_max_age_seconds=rates.max_age_seconds,
         delivery=delivery,
@@ -222,6 +222,6 @@ def index():
 def init_app(app: Flask) -> None:
     """Register the dashboard and the display filters every page uses."""
     display.init_app(app)
-    app.extensions[RATES_EXTENSION] = send_budget.CachedRates()
+    app.extensions[RATES_EXTENSION] = sender_rates.CachedRates()
     app.extensions[DELIVERY_EXTENSION] = DashboardFigures()
     app.register_blueprint(bp)

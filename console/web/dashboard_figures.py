@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from console.models import utcnow
 from console.store import dashboard_queries, heartbeats, queue_figures
 from console.store.dashboard_queries import ChartBar
-from console.store.send_budget import CachedRates, SenderRate, sender_rates
+from console.store.sender_rates import CachedRates, SenderRate, sender_rates
 from console.vocabulary import AMBIGUOUS, DEAD, LANES
 
 

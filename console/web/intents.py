@@ -23,7 +23,7 @@ from console.store import (
 )
 from console.store import intents as attempt_lookup
 from console.store.json_values import params_problem
-from console.store.send_budget import RATE_WINDOWS
+from console.store.sender_rates import RATE_WINDOWS
 from console.vocabulary import (
     AMBIGUOUS,
     LANES,

@@ -35,7 +35,7 @@ from console.models import Intent, utcnow
 from console.store import intent_search
 from console.store.accounts import create_user
 from console.store.database import make_engine
-from console.store.send_budget import CachedRates
+from console.store.sender_rates import CachedRates
 from console.web.dashboard import RATES_EXTENSION
 from console.web.extensions import db
 from tests.conftest import migrate_to_head

@@ -10,6 +10,7 @@ vocabulary. No module imports, even inside a function, one that imports it back.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,16 @@ def test_no_module_over_400_lines_and_no_function_over_60():
                 if (length := node.end_lineno - node.lineno + 1) > FUNCTION_LINES_LIMIT:
                     long_functions[f"{name}.{node.name}"] = length
     assert (long_modules, long_functions) == ({}, {})
+
+
+SECTION_HEADER = re.compile(r"^# [A-Z][^\n]* -{10,}$", re.MULTILINE)
+
+
+def test_no_module_is_sections_standing_in_for_modules():
+    """A ``# Name -----`` header marks a part that wants a module of its own."""
+    headed = [
+        str(path.relative_to(PACKAGE))
+        for path in MODULES.values()
+        if SECTION_HEADER.search(path.read_text(encoding="utf-8"))
+    ]
+    assert headed == []

@@ -25,8 +25,8 @@ from console.core.plurals import plural
 from console.core.readable import format_age, format_basis_points, format_percent, format_window
 from console.mail.catalog import TemplateCatalog
 from console.ops.alerts.condition import Condition
-from console.store import alerts, send_budget
-from console.store.send_budget import SenderRate, sender_rates
+from console.store import alerts
+from console.store.sender_rates import BOUNCE, COMPLAINT, RATE_WINDOWS, SenderRate, sender_rates
 from console.vocabulary import CRITICAL
 
 DEAD_LETTER = "dead_letter"
@@ -36,7 +36,7 @@ BREAKER_OPEN = "breaker_open"
 PROVIDER_AUTH = "provider_auth"
 SENDER_RATE = "sender_rate"
 AUTH_FAILURE_CODES = (401, 403, 530, 535)
-RATE_NOUNS = {send_budget.BOUNCE: "permanent bounce", send_budget.COMPLAINT: "complaint"}
+RATE_NOUNS = {BOUNCE: "permanent bounce", COMPLAINT: "complaint"}
 
 
 def _ago(now: dt.datetime, seconds: float) -> dt.datetime:
@@ -137,7 +137,7 @@ def provider_auth_failures(
 
 def rate_summary(rate: SenderRate) -> str:
     """Word a rate as the dashboard does: "complaint rate, last 24 h: 6.25 % (1 of 16), ..."."""
-    label = send_budget.RATE_WINDOWS[rate.window][0]
+    label = RATE_WINDOWS[rate.window][0]
     figures = f"{format_percent(rate.rate)} ({rate.count} of {rate.submitted})"
     limit = format_basis_points(rate.limit_basis_points)
     return f"{RATE_NOUNS[rate.kind]} rate, {label}: {figures}, limit {limit}"

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import event, insert
 
 from console.models import Intent, utcnow
-from console.store.send_budget import BOUNCE, COMPLAINT, CachedRates, SenderRate, sender_rates
+from console.store.sender_rates import BOUNCE, COMPLAINT, CachedRates, SenderRate, sender_rates
 from console.web import dashboard_figures as figures
 from console.web.extensions import db
 

@@ -1,6 +1,6 @@
 """The send loop's prepared statements send the driver what ``Connection.execute`` sends.
 
-``console.store.statements`` runs the per-message mark and record on the DBAPI
+``console.engine.sqlite_prepared`` runs the per-message mark and record on the DBAPI
 cursor; these tests capture the SQL and parameters SQLAlchemy itself passes to the
 driver for the same statement and values, on SQLite and PostgreSQL, and check that
 errors, transactions and broken connections are handled as the engine handles them.
@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import event, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from console.store import statements
+from console.engine import sqlite_prepared as sp
 from console.store import statements as s
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, 5, 123456, tzinfo=dt.UTC)
@@ -71,7 +71,7 @@ def test_the_sql_and_parameters_are_those_sqlalchemy_sends(engine):
         statement = STATEMENTS[name]
         with engine.connect() as connection:
             expected_sql, expected = what_sqlalchemy_sends(connection, statement, VALUES)
-        ready = statements.prepared(statement, engine.dialect)
+        ready = sp.prepared(statement, engine.dialect)
         parameters = ready.parameters(VALUES)
         assert ready.sql == expected_sql, name
         assert type(parameters)(expected) == parameters, name
@@ -84,10 +84,10 @@ def test_a_prepared_statement_commits_its_own_work(engine):
         connection.execute(text("CREATE TABLE scratch (n INTEGER)"))
         connection.commit()
         scratch = text("INSERT INTO scratch (n) VALUES (:n)")
-        statements.prepared(scratch, engine.dialect).execute(connection, {"n": 1})
-        statements.commit(connection)
-        statements.prepared(scratch, engine.dialect).execute(connection, {"n": 2})
-        statements.rollback(connection)
+        sp.prepared(scratch, engine.dialect).execute(connection, {"n": 1})
+        sp.commit(connection)
+        sp.prepared(scratch, engine.dialect).execute(connection, {"n": 2})
+        sp.rollback(connection)
     with engine.connect() as connection:
         assert connection.execute(text("SELECT n FROM scratch")).scalars().all() == [1]
 
@@ -96,8 +96,8 @@ def test_a_driver_error_is_raised_as_sqlalchemy_raises_it_without_the_values(eng
     broken = text("UPDATE no_such_table SET n = :secret")
     with engine.connect() as connection:
         with pytest.raises(DBAPIError) as raised:
-            statements.prepared(broken, engine.dialect).execute(connection, {"secret": "ada@x.com"})
-        statements.rollback(connection)
+            sp.prepared(broken, engine.dialect).execute(connection, {"secret": "ada@x.com"})
+        sp.rollback(connection)
     assert "no_such_table" in str(raised.value)
     assert "ada@x.com" not in str(raised.value)
 
@@ -109,21 +109,21 @@ def test_a_missing_value_is_refused_as_sqlalchemy_refuses_it(engine):
             connection.execute(s.MOVE_LEASED_INTENT, values)
         connection.rollback()
         with pytest.raises(SQLAlchemyError, match="b_token"):
-            statements.prepared(s.MOVE_LEASED_INTENT, engine.dialect).execute(connection, values)
+            sp.prepared(s.MOVE_LEASED_INTENT, engine.dialect).execute(connection, values)
 
 
 def test_a_value_bound_twice_is_sent_twice(engine):
     with engine.connect() as connection:
-        statement = statements.prepared(text("SELECT :n, :n + 1"), engine.dialect)
+        statement = sp.prepared(text("SELECT :n, :n + 1"), engine.dialect)
         assert tuple(statement.execute(connection, {"n": 4}).fetchone()) == (4, 5)
-        statements.rollback(connection)
+        sp.rollback(connection)
 
 
 def test_a_statement_built_on_the_fly_never_gets_the_prepared_of_one_gone(engine):
     for _ in range(20):  # a freed statement's id is soon handed to the next one
         gone = text("SELECT :secret")
-        statements.prepared(gone, engine.dialect)
+        sp.prepared(gone, engine.dialect)
         del gone
         gc.collect(0)  # the youngest generation: where the statement just freed is
         fresh = text("SELECT :n")
-        assert statements.prepared(fresh, engine.dialect).parameters({"n": 1}) in ([1], {"n": 1})
+        assert sp.prepared(fresh, engine.dialect).parameters({"n": 1}) in ([1], {"n": 1})
