@@ -21,13 +21,13 @@ import collections
 import json
 import os
 import secrets
-import socket
 import threading
 from collections.abc import Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from console.drill import provider_shapes as shapes
+from console.drill.provider_handler import ProviderHandler
 from console.drill.relay import ACCEPT, HANGUP, STALL, STALL_SECONDS, Arrival
 from console.events.metadata import check_of, parse_reference, reference_in
 
@@ -184,16 +184,11 @@ class ProviderPlay(ThreadingHTTPServer):
         self.stop()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(ProviderHandler):
     server: ProviderPlay
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        return
 
     def do_POST(self) -> None:  # noqa: N802 - the http.server naming
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        headers = {name.lower(): value for name, value in self.headers.items()}
+        body, headers = self._read_request()
         server, role = self.server, self.server.role
         if not role.path.match(self.path):
             return self._answer(shapes.as_json(404, {"message": "not found"}))
@@ -225,15 +220,3 @@ class _Handler(BaseHTTPRequestHandler):
         if answer == UNAVAILABLE:
             return UNAVAILABLE_ANSWER
         return role.errors[role.permanent]
-
-    def _hang_up(self) -> None:
-        self.close_connection = True
-        self.connection.shutdown(socket.SHUT_RDWR)
-
-    def _answer(self, canned: shapes.Canned) -> None:
-        self.send_response(canned.status)
-        for name, value in canned.headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(canned.body)))
-        self.end_headers()
-        self.wfile.write(canned.body)

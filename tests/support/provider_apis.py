@@ -24,15 +24,15 @@ import collections
 import dataclasses
 import json
 import re
-import socket
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
 from console.drill import provider_shapes as shapes
+from console.drill.provider_handler import ProviderHandler
 from console.drill.provider_shapes import (  # noqa: F401 - the tests' names for them
     MAILGUN_DOMAIN,
     SES_ACCESS_KEY,
@@ -233,12 +233,8 @@ class ProviderApis(ThreadingHTTPServer):
         self.lookup_script.extend(behaviours)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(ProviderHandler):
     server: ProviderApis
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        return
 
     def parse_request(self) -> bool:
         with self.server.lock:
@@ -247,8 +243,7 @@ class _Handler(BaseHTTPRequestHandler):
         return super().parse_request()
 
     def do_POST(self) -> None:  # noqa: N802 - the http.server naming
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        headers = {name.lower(): value for name, value in self.headers.items()}
+        body, headers = self._read_request()
         server = self.server
         role = next((r for r in server.roles if r.path.match(self.path)), None)
         with server.lock:
@@ -265,7 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - the http.server naming
         server = self.server
         path, _, query = self.path.partition("?")
-        headers = {name.lower(): value for name, value in self.headers.items()}
+        headers = self._lowered_headers()
         role = next((r for r in server.roles if r.lookup_path and r.lookup_path.match(path)), None)
         with server.lock:
             behaviour = server.lookup_script.popleft() if server.lookup_script else "ok"
@@ -308,18 +303,6 @@ class _Handler(BaseHTTPRequestHandler):
         if behaviour == "accept-reset":
             return self._hang_up()
         self._answer(answer)
-
-    def _hang_up(self) -> None:
-        self.close_connection = True
-        self.connection.shutdown(socket.SHUT_RDWR)
-
-    def _answer(self, canned: Canned) -> None:
-        self.send_response(canned.status)
-        for name, value in canned.headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(canned.body)))
-        self.end_headers()
-        self.wfile.write(canned.body)
 
 
 def start_apis(*roles: Role) -> ProviderApis:
