@@ -38,16 +38,15 @@ PHASES = (
     ("housekeeping", "console.worker.loop", "Worker._housekeeping"),
     ("compose", "console.worker.loop", "compose"),
     ("serialize", "console.mail.serialize", "serialize_message"),
-    # SQLite's mark never suspends; PostgreSQL's is awaited on its async connection, so its
-    # CPU falls in "transport and event loop" with the statement's binding below
+    # SQLite's mark and record never suspend; PostgreSQL's are awaited on its async
+    # connections, so their CPU falls in "transport and event loop"
     ("data_sent mark", "console.engine.sqlite", "SqliteEngine.mark"),
+    ("record: compare-and-set", "console.engine.sqlite", "SqliteEngine.record"),
     ("decision", "console.worker.loop", "classify"),
     ("decision", "console.worker.decisions", "SendDecisions.after_attempt"),
-    ("record: compare-and-set", "console.store.records", "record_by_values"),
-    ("record: after it", "console.worker.outcomes", "OutcomeWriter._writes_after"),
-    ("record: breaker", "console.worker.outcomes", "SendGuard.writes_after"),
-    ("statement binding (PostgreSQL)", "console.store.statements", "Prepared.parameters"),
-    ("logging", "console.worker.loop", "log_decision"),
+    ("record: what follows it", "console.worker.outcomes", "OutcomeWriter._writes_after"),
+    ("record: breaker", "console.worker.guard", "SendGuard.writes_after"),
+    ("statement binding (SQLite)", "console.engine.sqlite_prepared", "Prepared.parameters"),
     ("logging", "console.worker.reporting", "log_decision"),
     ("metrics", "console.worker.reporting", "record_attempt"),
 )
