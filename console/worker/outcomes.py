@@ -36,6 +36,7 @@ from console.core.rejections import refuses_the_mailbox
 from console.engine import Engine, SqlKit
 from console.store import alerts, records, suppressions
 from console.vocabulary import CLAIMED
+from console.words import worker_alerts
 from console.worker.claim import SendBudget
 from console.worker.decisions import WorkerSettings
 from console.worker.guard import SendGuard, Write
@@ -53,21 +54,14 @@ def raise_relay_refused(
     session: Session, *, lane: str, reply: str, reason: str, now: dt.datetime
 ) -> bool:
     """Fire ``relay_refused:<lane>`` naming `reply`; return whether this call fired it."""
-    summary = (
-        f"the relay refused the session ({reply[:_REPLY_CHARS]}): the {lane} lane is paused "
-        "and its mail waits; check CONSOLE_SMTP_EHLO_NAME, CONSOLE_MAIL_FROM, the credentials "
-        "in CONSOLE_SMTP_URL and the relay's configuration"
-    )
+    summary = worker_alerts.relay_refused(lane, reply[:_REPLY_CHARS])
     details = {"lane": lane, "reply": reply[:_REPLY_CHARS], "reason": reason[:_REPLY_CHARS]}
     return _fire(session, f"{RELAY_REFUSED}:{lane}", summary, details, now)
 
 
 def raise_smtputf8_missing(session: Session, *, relay: str, now: dt.datetime) -> bool:
     """Fire ``smtputf8_missing:<relay>``; return whether this call fired it."""
-    summary = (
-        f"the relay {relay} does not offer SMTPUTF8: mail to non-ASCII addresses fails "
-        "there (RFC 6531); use a relay that offers it"
-    )
+    summary = worker_alerts.smtputf8_missing(relay)
     return _fire(session, f"{SMTPUTF8_MISSING}:{relay}", summary, {"relay": relay}, now)
 
 
