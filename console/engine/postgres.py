@@ -1,19 +1,21 @@
 """The engine on PostgreSQL: every statement awaited, the event loop sending meanwhile.
 
-The claim, the give-back, the housekeeping and what follows a record run through
-SQLAlchemy's asyncio engine on psycopg's async connection (``in_transaction``): their
-steps are written against a ``Session`` (so is the application's eligibility check), and
-``AsyncSession.run_sync`` runs them as they are, each statement awaited rather than
-blocking the loop. The claim locks due rows with ``FOR UPDATE SKIP LOCKED``, lane by
-lane, so workers on other machines never lease the same intent, and leases a batch in
-one statement whose values travel as arrays (``unnest``).
+Every statement runs on a connection of one ``psycopg_pool.AsyncConnectionPool`` of
+psycopg's async connections. The claim, the give-back, the housekeeping and what follows a
+record borrow one for a transaction through SQLAlchemy's asyncio engine
+(``in_transaction``, with no pool of its own: the connection it closes goes back to the
+pool): their steps are written against a ``Session`` (so is the application's eligibility
+check), and ``AsyncSession.run_sync`` runs them as they are, each statement awaited rather
+than blocking the loop. The claim locks due rows with ``FOR UPDATE SKIP LOCKED``, lane by
+lane, so workers on other machines never lease the same intent, and leases a batch in one
+statement whose values travel as arrays (``unnest``).
 
-The marks and records, a statement a message each, are plain SQL
-(``postgres_sql``) on connections of a ``psycopg_pool.AsyncConnectionPool`` in
-autocommit mode (one statement, one commit): up to two a sender (its mark, and its last
-record written while its next email goes), so far from the database a mark waits for its
-own round trip, not behind the others'. psycopg prepares a statement on a connection once
-it has run there a few times, and adapts the values.
+The marks and records, a statement a message each, are plain SQL (``postgres_sql``) on
+connections of the same pool switched to autocommit (one statement, one commit; the pool
+switches a connection back when it is given back): up to two a sender (its mark, and its
+last record written while its next email goes), so far from the database a mark waits for
+its own round trip, not behind the others'. psycopg prepares a statement on a connection
+once it has run there a few times, and adapts the values.
 
 A statement has a deadline (``STATEMENT_SECONDS``): past it the send fails before its
 body. A mark whose sender was cancelled may still have committed; its attempt then only
@@ -34,6 +36,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import NullPool
 
 from console.engine import postgres_sql as q
 from console.engine.base import SUPPRESSED, SWEPT, T
@@ -44,20 +47,22 @@ from console.store.database import CONNECT_TIMEOUT_SECONDS, read_json
 
 # How long a mark or a record may take before it is cancelled and fails.
 STATEMENT_SECONDS = 30.0
+# connections beyond the senders': the tick's transaction, a look for critical mail, and
+# what follows the records
+TRANSACTIONS = 4
 _TIMES = ("b_now", "b_next_attempt_at", "b_submitted_at")
 
 
 class PostgresEngine(PostgresClaim):
-    """``Engine`` on PostgreSQL: transactions on the asyncio engine's pool (the claim's
-    steps: ``PostgresClaim``), marks and records on a pool of psycopg's async
-    connections."""
+    """``Engine`` on PostgreSQL: one pool of psycopg's async connections for the
+    transactions (the claim's steps: ``PostgresClaim``), the marks and the records."""
 
     def __init__(self, engine: Engine, connections: int = 1) -> None:
         self._connect_arguments = connect_arguments(engine)
         self._size = max(1, connections)
         self._pool: AsyncConnectionPool | None = None
         self._records = RecordBatches(self._record_batch, size=self._size)
-        self._async_engine = asyncio_engine(engine)
+        self._async_engine = asyncio_engine(engine, self._borrow)
         self._sessions = async_sessionmaker(self._async_engine, expire_on_commit=False)
 
     async def in_transaction(self, work: Callable[[Session], T]) -> T:
@@ -112,19 +117,29 @@ class PostgresEngine(PostgresClaim):
             async with asyncio.timeout(STATEMENT_SECONDS):
                 pool = await self._opened_pool()
                 async with pool.connection() as connection:
+                    await connection.set_autocommit(True)  # one statement, one commit
                     cursor = await connection.execute(sql, values)
                     rows = await cursor.fetchall() if cursor.description else []
                     return cursor.rowcount, rows
         except (psycopg.Error, OSError, TimeoutError) as error:
             raise _as_sqlalchemy_error(label, error) from error
 
+    async def _borrow(self) -> psycopg.AsyncConnection:
+        """A connection of the pool for SQLAlchemy's session (``in_transaction``). One the
+        server dropped while it sat in the pool (a restart) fails that transaction: the
+        tick fails and says the database was lost, and the pool discards the connection."""
+        pool = await self._opened_pool()
+        return await pool.getconn(timeout=CONNECT_TIMEOUT_SECONDS)
+
     async def _opened_pool(self) -> AsyncConnectionPool:
         if self._pool is None:
             pool = AsyncConnectionPool(
-                kwargs={**self._connect_arguments, "autocommit": True},
+                kwargs=self._connect_arguments,
                 min_size=0,
-                max_size=self._size,
+                max_size=self._size + TRANSACTIONS,
                 open=False,
+                close_returns=True,  # SQLAlchemy's close gives the connection back
+                reset=_in_transactions,
             )
             await pool.open()
             self._pool = pool
@@ -148,15 +163,19 @@ def connect_arguments(engine: Engine) -> dict[str, Any]:
     return arguments
 
 
-def asyncio_engine(engine: Engine) -> AsyncEngine:
-    """SQLAlchemy's asyncio engine on the database of `engine`, connecting as it does."""
-    arguments = connect_arguments(engine)
+async def _in_transactions(connection: psycopg.AsyncConnection) -> None:
+    """A connection given back to the pool opens transactions again (a mark or a record
+    set it to autocommit; SQLAlchemy's session needs its transaction)."""
+    await connection.set_autocommit(False)
+
+
+def asyncio_engine(engine: Engine, borrow: Callable[[], Any]) -> AsyncEngine:
+    """SQLAlchemy's asyncio engine on the database of `engine`, on connections `borrow`
+    lends (the pool's: SQLAlchemy keeps none of its own)."""
     return create_async_engine(
         engine.url.set(drivername="postgresql+psycopg"),
-        async_creator=lambda: psycopg.AsyncConnection.connect(**arguments),
-        pool_pre_ping=True,
-        pool_size=2,  # the tick's transaction and a look for critical mail
-        max_overflow=2,  # what follows the records
+        async_creator=borrow,
+        poolclass=NullPool,
         hide_parameters=True,
         json_deserializer=read_json,
     )
