@@ -11,11 +11,11 @@ lane, so workers on other machines never lease the same intent, and leases a bat
 statement whose values travel as arrays (``unnest``).
 
 The marks and records, a statement a message each, are plain SQL (``postgres_sql``) on
-connections of the same pool switched to autocommit (one statement, one commit; the pool
-switches a connection back when it is given back): up to two a sender (its mark, and its
-last record written while its next email goes), so far from the database a mark waits for
-its own round trip, not behind the others'. psycopg prepares a statement on a connection
-once it has run there a few times, and adapts the values.
+connections of the same pool switched to autocommit (one statement, one commit; a
+transaction switches its connection back when it borrows one): up to two a sender (its
+mark, and its last record written while its next email goes), so far from the database a
+mark waits for its own round trip, not behind the others'. psycopg prepares a statement on
+a connection once it has run there a few times, and adapts the values.
 
 A statement has a deadline (``STATEMENT_SECONDS``): past it the send fails before its
 body. A mark whose sender was cancelled may still have committed; its attempt then only
@@ -91,10 +91,12 @@ class PostgresEngine(PostgresClaim):
         try:
             async with asyncio.timeout(STATEMENT_SECONDS):
                 pool = await self._opened_pool()
-                async with pool.connection() as connection, connection.transaction():
-                    cursor = connection.cursor()
-                    await cursor.executemany(q.RECORD_IF_MOVED, batch, returning=True)
-                    return [bool(await each.fetchall()) async for each in cursor.results()]
+                async with pool.connection() as connection:
+                    await connection.set_autocommit(True)  # the transaction: BEGIN, COMMIT
+                    async with connection.transaction():
+                        cursor = connection.cursor()
+                        await cursor.executemany(q.RECORD_IF_MOVED, batch, returning=True)
+                        return [bool(await e.fetchall()) async for e in cursor.results()]
         except (psycopg.Error, OSError, TimeoutError) as error:
             raise _as_sqlalchemy_error("records", error) from error
 
@@ -129,7 +131,9 @@ class PostgresEngine(PostgresClaim):
         server dropped while it sat in the pool (a restart) fails that transaction: the
         tick fails and says the database was lost, and the pool discards the connection."""
         pool = await self._opened_pool()
-        return await pool.getconn(timeout=CONNECT_TIMEOUT_SECONDS)
+        connection = await pool.getconn(timeout=CONNECT_TIMEOUT_SECONDS)
+        await connection.set_autocommit(False)  # a mark may have left it in autocommit
+        return connection
 
     async def _opened_pool(self) -> AsyncConnectionPool:
         if self._pool is None:
@@ -139,7 +143,6 @@ class PostgresEngine(PostgresClaim):
                 max_size=self._size + TRANSACTIONS,
                 open=False,
                 close_returns=True,  # SQLAlchemy's close gives the connection back
-                reset=_in_transactions,
             )
             await pool.open()
             self._pool = pool
@@ -161,12 +164,6 @@ def connect_arguments(engine: Engine) -> dict[str, Any]:
     _, arguments = engine.dialect.create_connect_args(engine.url)
     arguments.setdefault("connect_timeout", CONNECT_TIMEOUT_SECONDS)
     return arguments
-
-
-async def _in_transactions(connection: psycopg.AsyncConnection) -> None:
-    """A connection given back to the pool opens transactions again (a mark or a record
-    set it to autocommit; SQLAlchemy's session needs its transaction)."""
-    await connection.set_autocommit(False)
 
 
 def asyncio_engine(engine: Engine, borrow: Callable[[], Any]) -> AsyncEngine:

@@ -20,25 +20,21 @@ def backend_pid(session) -> int:
     return session.execute(text(BACKEND_PID)).scalar_one()
 
 
-def in_a_transaction(session) -> bool:
-    """Whether the session's statements run inside one transaction (not autocommit)."""
-    first = session.execute(text("SELECT txid_current_if_assigned() IS NULL")).scalar_one()
-    session.execute(text("SELECT txid_current()"))  # assigns one, in a transaction
-    return (
-        first
-        and session.execute(text("SELECT txid_current_if_assigned()")).scalar_one() is not None
-    )
+def pid_and_transaction(session) -> tuple[int, bool]:
+    """The session's backend, and whether its statements share one transaction (a txid
+    assigned by one statement is still assigned at the next: not autocommit)."""
+    session.execute(text("SELECT txid_current()"))
+    assigned = session.execute(text("SELECT txid_current_if_assigned()")).scalar_one()
+    return backend_pid(session), assigned is not None
 
 
 @PG
 def test_the_claim_and_the_marks_share_one_pool_and_keep_their_modes(engine):
     async def use(store):
         _, [(mark_pid,)] = await store._run(BACKEND_PID, {}, "pid")  # autocommit
-        claim_pid = await store.in_transaction(backend_pid)
-        transactional = await store.in_transaction(in_a_transaction)
-        return mark_pid, claim_pid, transactional
+        return mark_pid, await store.in_transaction(pid_and_transaction)
 
-    mark_pid, claim_pid, transactional = on_engine(engine, use)
+    mark_pid, (claim_pid, transactional) = on_engine(engine, use)
     assert claim_pid == mark_pid, "the claim borrowed the connection the mark gave back"
     assert transactional, "the claim's statements share one transaction"
 
