@@ -132,7 +132,11 @@ class PostgresEngine(PostgresClaim):
         tick fails and says the database was lost, and the pool discards the connection."""
         pool = await self._opened_pool()
         connection = await pool.getconn(timeout=CONNECT_TIMEOUT_SECONDS)
-        await connection.set_autocommit(False)  # a mark may have left it in autocommit
+        try:
+            await connection.set_autocommit(False)  # a mark may have left it in autocommit
+        except psycopg.Error:
+            await pool.putconn(connection)
+            raise
         return connection
 
     async def _opened_pool(self) -> AsyncConnectionPool:
