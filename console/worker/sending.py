@@ -10,9 +10,9 @@ naming the field, never handed to the transport.
 which is also the last check of the suppression list; the body waits for it, the other
 connections do not (the mark is awaited on the engine).
 
-``CrashPoint`` (test only): ``CONSOLE_TEST_CRASH_AT=<point>`` makes the worker SIGKILL
-itself at that point; the crash tests kill a real worker at each stage this way,
-restart it, and check that nothing was lost or sent twice.
+``CrashPoint`` (test only): ``CONSOLE_TEST_CRASH_AT=<point>`` (or ``<point>:N``, the N-th
+time) makes the worker SIGKILL itself at that point; the crash tests kill a real worker at
+each stage this way, restart it, and check that nothing was lost or sent twice.
 """
 
 from __future__ import annotations
@@ -47,17 +47,31 @@ CRASH_POINTS = (
 
 
 class CrashPoint:
-    """Called at each point of a send; kills the process at the one it was given."""
+    """Called at each point of a send; kills the process at the one it was given
+    (``point``, or ``point:N`` for the N-th time that point is reached)."""
 
-    def __init__(self, point: str | None) -> None:
-        if point is not None and point not in CRASH_POINTS:
-            raise ValueError(f"unknown crash point {point!r}: expected one of {CRASH_POINTS}")
-        self.point = point
+    def __init__(self, given: str | None) -> None:
+        point, _, times = (given or "").partition(":")
+        if given is not None and (point not in CRASH_POINTS or not _count(times)):
+            raise ValueError(
+                f"unknown crash point {given!r}: expected one of {CRASH_POINTS}, "
+                "optionally followed by :N"
+            )
+        self.point = point or None
+        self._left = int(times or 1)
 
     def __call__(self, reached: str) -> None:
-        if reached == self.point:
+        if reached != self.point:
+            return
+        self._left -= 1
+        if self._left == 0:
             log.warning("CONSOLE_TEST_CRASH_AT=%s: killing this worker now", reached)
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _count(text: str) -> bool:
+    """An empty count (the first time) or a whole number from 1."""
+    return text == "" or (text.isascii() and text.isdigit() and int(text) >= 1)
 
 
 SUPPRESSED_BEFORE_BODY = "recipient suppressed before its body was sent (envelope reset)"
