@@ -15,7 +15,6 @@ import logging
 import threading
 from collections.abc import Callable
 
-import psycopg
 from sqlalchemy.engine import make_url
 
 from console import wakeup
@@ -61,6 +60,8 @@ class NotifyListener:
         self._thread.join(timeout_seconds)
 
     def _run(self) -> None:
+        import psycopg  # on PostgreSQL only: a worker on SQLite never loads the driver
+
         while not self._stop.is_set():
             try:
                 self._listen_until_stopped()
@@ -73,6 +74,8 @@ class NotifyListener:
                 self._stop.wait(RECONNECT_SECONDS)
 
     def _listen_until_stopped(self) -> None:
+        import psycopg
+
         with psycopg.connect(self._conninfo, autocommit=True, connect_timeout=10) as connection:
             connection.execute(f'LISTEN "{self._channel}"')
             self._listening.set()

@@ -15,14 +15,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
-from typing import Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Protocol
 
 from console.core.asking import FAILED, FOUND, NOT_FOUND, Question
 from console.events import ReportedEvent
 from console.events.metadata import reference_for
 from console.transports.answers import Reply, clean_text
+
+if TYPE_CHECKING:
+    import httpx
 
 MAX_LOOKUP_BYTES = 256 * 1024  # a page of at most 100 records of a few hundred bytes
 
@@ -106,6 +107,8 @@ class ProviderLookup:
 
     async def _within_deadline(self, question: Question) -> Finding:
         """The finding, or FAILED and unanswered once the deadline has passed."""
+        import httpx  # loaded by the first lookup: a process that asks none never needs it
+
         timeout = httpx.Timeout(self.deadline_seconds)
         try:
             async with asyncio.timeout(self.deadline_seconds):

@@ -131,3 +131,20 @@ def test_the_worker_starts_without_building_the_web_app(tmp_path):
     result = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_worker_on_sqlite_starts_without_psycopg_or_httpx(tmp_path):
+    """`console worker` on SQLite with an SMTP relay, its services (the wake-up listener,
+    the ops jobs, /metrics) loaded too, imports neither PostgreSQL's driver nor the HTTP
+    client: neither is needed until a PostgreSQL database or an alert webhook is."""
+    probe = (
+        "import sys, console.entry, console.commands.worker;"
+        "from console.engine import pg_wakeup;"
+        "import console.ops.jobs.schedule, console.ops.metrics.prometheus;"
+        "assert pg_wakeup.listener_for('sqlite:///unused.sqlite') is None;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'httpx')))"
+    )
+    python = os.path.join(os.path.dirname(CONSOLE), "python")
+    result = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -20,7 +20,6 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 
-import httpx
 from sqlalchemy.orm import Session
 
 from console.config import Settings
@@ -39,7 +38,7 @@ from console.ops.alerts.endpoints import endpoint_conditions
 from console.ops.alerts.firing import fire
 from console.ops.alerts.lookups import lookup_conditions
 from console.ops.alerts.relay import relay_conditions
-from console.ops.alerts.webhook import Poster, deliver_webhooks
+from console.ops.alerts.webhook import Poster, deliver_webhooks, http_post
 from console.ops.metrics.delivery_figures import latency_conditions
 from console.ops.metrics.hold_figures import hold_reminders
 from console.ops.metrics.send_budget_figures import quota_conditions
@@ -105,7 +104,7 @@ def run_alert_cycle(
     *,
     now: dt.datetime | None = None,
     catalog: TemplateCatalog | None = None,
-    post: Poster = httpx.post,
+    post: Poster = http_post,
 ) -> CycleReport:
     """Evaluate every condition, record transitions, and notify the configured targets."""
     now = now or utcnow()

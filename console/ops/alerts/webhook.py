@@ -9,9 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from sqlalchemy.orm import Session
 
 from console.config import Settings
@@ -19,6 +18,9 @@ from console.models import utcnow
 from console.state_tables import AlertState
 from console.store import alerts
 from console.store.alerts import RESOLVED
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -38,14 +40,21 @@ def webhook_payload(row: AlertState, due: str) -> dict[str, Any]:
     }
 
 
-Poster = Callable[..., httpx.Response]
+Poster = Callable[..., "httpx.Response"]
+
+
+def http_post(url: str, **options: Any) -> httpx.Response:
+    """``httpx.post``, the client loaded on the first webhook (most processes send none)."""
+    import httpx
+
+    return httpx.post(url, **options)
 
 
 def deliver_webhooks(
     session_factory: Callable[[], Session],
     settings: Settings,
     now: dt.datetime,
-    post: Poster = httpx.post,
+    post: Poster = http_post,
 ) -> tuple[int, int]:
     """POST every transition not yet delivered; return (sent, failed)."""
     stale_before = now - dt.timedelta(seconds=WEBHOOK_RETRY_SECONDS)
@@ -63,6 +72,8 @@ def deliver_webhooks(
 
 
 def _post(post: Poster, settings: Settings, payload: dict[str, Any]) -> bool:
+    import httpx  # its errors; the poster has loaded it
+
     try:
         response = post(
             settings.alert_webhook_url,
