@@ -24,7 +24,13 @@ console on SQLite, console on PostgreSQL, then again), so drift hits each alike.
     python -m tests.bench.bench_peers --rounds 1 --messages 300
 
 The last table gives each sender's median msg/s and its ratio to django-post-office
-("× post-office"): 2.00 drains the same queue in half post-office's time.
+("× post-office"): 2.00 drains the same queue in half post-office's time. Each run also
+says whose CPU it spent, in milliseconds a message (``tests.support.cpu_split``): the
+sender's process, PostgreSQL's (its backends) and the sink's. On a machine with few
+cores they share the same cores, so a sender that burns less leaves more to the others.
+
+``--console-env NAME=VALUE`` (repeatable) sets a variable for every ``console worker``
+run, to compare a setting against the defaults in one sitting.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ from console.worker.decisions import batch_size_for  # noqa: E402
 from tests.bench.bench_send import TEMPLATE, database_url, enqueue_orders, order_params  # noqa: E402
 from tests.support import pgcluster  # noqa: E402
 from tests.support.commands import CONSOLE_BIN  # noqa: E402
+from tests.support.cpu_split import CpuMeter, CpuSplit, postmaster_pid  # noqa: E402
 from tests.support.smtp_server import SubprocessSMTPServer  # noqa: E402
 
 VENV_DIR = Path.home() / ".cache" / "console-bench-peers" / "venv"
@@ -142,6 +149,7 @@ class Outcome:
     seconds: float
     delivered: int
     problem: str | None = None  # None: all N delivered within the time limit
+    cpu: CpuSplit | None = None  # CPU seconds spent during the run, by whom
 
     @property
     def rate(self) -> float:
@@ -288,9 +296,12 @@ def rendered_messages(count: int) -> list[dict]:
 class ConsoleQueues:
     """Fresh migrated databases with N intents enqueued, and `console worker` to drain them."""
 
-    def __init__(self, workdir: Path, cluster, sink_url: str, messages: int) -> None:
+    def __init__(
+        self, workdir: Path, cluster, sink_url: str, messages: int, settings: dict[str, str]
+    ) -> None:
         self.workdir, self.cluster = workdir, cluster
         self.sink_url, self.messages = sink_url, messages
+        self.settings = settings  # --console-env: set for every run
         self._databases = 0
         # byte code written first, as `pip install` leaves it for an installed package
         compileall.compile_dir(Path(console.__file__).parent, quiet=1)
@@ -302,7 +313,7 @@ class ConsoleQueues:
         enqueue_orders(make_session_factory(engine), self.messages)
         engine.dispose()
         env = {k: v for k, v in os.environ.items() if not k.startswith("CONSOLE_")}
-        env.update(CONSOLE_DATABASE_URL=url, CONSOLE_SMTP_URL=self.sink_url)
+        env.update(CONSOLE_DATABASE_URL=url, CONSOLE_SMTP_URL=self.sink_url, **self.settings)
         return Launch([CONSOLE_BIN, "worker"], env, exits_when_done=False)
 
 
@@ -318,9 +329,13 @@ def console_defaults() -> str:
 # --- one timed run -------------------------------------------------------------------------
 
 
-def timed_drain(peer: str, launch: Launch, sink: SinkCount, total: int, log_path: Path):
-    """Start `launch` and time it until the sink has counted `total` messages."""
+def timed_drain(
+    peer: str, launch: Launch, sink: SinkCount, total: int, log_path: Path, meter: CpuMeter
+):
+    """Start `launch` and time it until the sink has counted `total` messages; the CPU
+    spent from its start until it has exited."""
     sink.start_run()
+    cpu_before = meter.read()
     with open(log_path, "w") as log:
         started = time.perf_counter()
         process = subprocess.Popen(
@@ -335,7 +350,7 @@ def timed_drain(peer: str, launch: Launch, sink: SinkCount, total: int, log_path
         seconds, problem = wait_for_total(process, sink, total, started)
     finally:
         stop(process, graceful=launch.exits_when_done)
-    return Outcome(peer, seconds, sink.accepted(), problem)
+    return Outcome(peer, seconds, sink.accepted(), problem, meter.read() - cpu_before)
 
 
 def wait_for_total(process: subprocess.Popen, sink: SinkCount, total: int, started: float):
@@ -382,13 +397,20 @@ def run_line(round_number: int, outcome: Outcome, total: int) -> str:
         f"round {round_number}  {LABELS[outcome.peer]:<28}{outcome.seconds:>8.2f} s"
         f"{outcome.rate:>9.0f} msg/s"
     )
+    if outcome.cpu is not None:
+        line += f"   CPU ms a message: {cpu_cells(outcome.cpu.per_message_ms(total))}"
     if outcome.problem:
         line += f"  INCOMPLETE: {outcome.delivered} of {total}, {outcome.problem}"
     return line
 
 
-def summary_lines(outcomes: list[Outcome], peers: list[str]) -> list[str]:
-    """Median msg/s of each sender's complete runs, and its ratio to django-post-office."""
+def cpu_cells(split: CpuSplit) -> str:
+    return f"sender {split.sender:.2f}, PostgreSQL {split.postgres:.2f}, sink {split.sink:.2f}"
+
+
+def summary_lines(outcomes: list[Outcome], peers: list[str], total: int) -> list[str]:
+    """Median msg/s of each sender's complete runs, and its ratio to django-post-office;
+    then the median CPU a message each spent, by whom."""
     medians = {}
     for peer in peers:
         rates = [o.rate for o in outcomes if o.peer == peer and o.problem is None]
@@ -402,7 +424,25 @@ def summary_lines(outcomes: list[Outcome], peers: list[str]) -> list[str]:
         shown = f"{median:.0f}" if median else "-"
         ratio = f"{median / baseline:.2f}" if median and baseline else "n/a"
         lines.append(f"{LABELS[peer]:<28}{shown:>14}{ratio:>16}{f'{complete}/{runs}':>15}")
+    return lines + cpu_summary_lines(outcomes, peers, total)
+
+
+def cpu_summary_lines(outcomes: list[Outcome], peers: list[str], total: int) -> list[str]:
+    """Each sender's median CPU a message over its complete runs, by whom (ms)."""
+    lines = ["CPU ms a message, medians (the sender's process, PostgreSQL, the sink):"]
+    for peer in peers:
+        splits = [o.cpu for o in outcomes if o.peer == peer and o.problem is None and o.cpu]
+        if not splits:
+            continue
+        median = CpuSplit(
+            *(statistics.median(getattr(s, part) for s in splits) for part in CPU_PARTS)
+        )
+        per_message = median.per_message_ms(total)
+        lines.append(f"{LABELS[peer]:<28}{cpu_cells(per_message)}; all {per_message.total:.2f}")
     return lines
+
+
+CPU_PARTS = ("sender", "postgres", "sink")
 
 
 def header_lines(args, versions: dict[str, str]) -> list[str]:
@@ -413,7 +453,8 @@ def header_lines(args, versions: dict[str, str]) -> list[str]:
         f"peers: {installed} on SQLite at Django's defaults; post-office: "
         "CELERY_ENABLED=False, 1 process x 5 threads (an SMTP connection each), batches "
         "of 100; mailer: one pass, a new SMTP connection a message",
-        f"console worker defaults: {console_defaults()}",
+        f"console worker defaults: {console_defaults()}"
+        + "".join(f"; {name}={value}" for name, value in args.console_settings.items()),
         "timed: from the process's start to the Nth message counted by the sink",
     ]
 
@@ -433,12 +474,14 @@ def launchers(peers: list[str], django: DjangoProject | None, queues: ConsoleQue
     return {peer: table[peer] for peer in peers}
 
 
-def run_rounds(args, launch_for: dict, sink: SinkCount, workdir: Path) -> list[Outcome]:
+def run_rounds(
+    args, launch_for: dict, sink: SinkCount, workdir: Path, meter: CpuMeter
+) -> list[Outcome]:
     outcomes = []
     for round_number in range(1, args.rounds + 1):
         for peer, prepare in launch_for.items():
             log_path = workdir / f"{peer}-{round_number}.log"
-            outcome = timed_drain(peer, prepare(), sink, args.messages, log_path)
+            outcome = timed_drain(peer, prepare(), sink, args.messages, log_path, meter)
             outcomes.append(outcome)
             print(run_line(round_number, outcome, args.messages), flush=True)
             if outcome.problem:
@@ -455,7 +498,30 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="runs of each sender, alternated")
     parser.add_argument("--messages", type=int, default=2000, help="queued messages a run")
     parser.add_argument("--peers", nargs="+", choices=PEERS, default=list(PEERS))
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--console-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a CONSOLE_ variable for every console worker run (repeatable)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        args.console_settings = console_settings(args.console_env)
+    except ValueError as error:
+        parser.error(str(error))
+    return args
+
+
+def console_settings(assignments: list[str]) -> dict[str, str]:
+    """``NAME=VALUE`` pairs as a dict; each name a ``CONSOLE_`` variable."""
+    settings = {}
+    for assignment in assignments:
+        name, equals, value = assignment.partition("=")
+        if not equals or not name.startswith("CONSOLE_"):
+            raise ValueError(f"--console-env takes CONSOLE_NAME=VALUE, got {assignment!r}")
+        settings[name] = value
+    return settings
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -473,17 +539,22 @@ def main(argv: list[str] | None = None) -> None:
         if python:
             messages = rendered_messages(args.messages)
             django = DjangoProject(python, workdir / "django", sink_server.port, messages)
-        queues = ConsoleQueues(workdir, cluster, sink_server.url, args.messages)
+        queues = ConsoleQueues(
+            workdir, cluster, sink_server.url, args.messages, args.console_settings
+        )
         for line in header_lines(args, versions):
             print(line, flush=True)
-        outcomes = run_rounds(args, launchers(args.peers, django, queues), sink, workdir)
+        postmaster = postmaster_pid(cluster.data_dir) if cluster is not None else None
+        meter = CpuMeter(sink_pid=sink_server.process.pid, postmaster_pid=postmaster)
+        launch_for = launchers(args.peers, django, queues)
+        outcomes = run_rounds(args, launch_for, sink, workdir, meter)
     finally:
         sink.close()
         sink_server.stop()
         if cluster is not None:
             cluster.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    for line in summary_lines(outcomes, args.peers):
+    for line in summary_lines(outcomes, args.peers, args.messages):
         print(line)
 
 

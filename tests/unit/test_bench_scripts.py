@@ -5,6 +5,7 @@ answers ``--help``, and each phase ``profile_send`` times names a function that 
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,17 @@ def test_each_phase_of_the_profile_names_a_function_that_exists():
                 missing.append(f"{phase}: {module_name}.{dotted}")
                 break
     assert missing == []
+
+
+def test_the_cpu_meter_counts_a_waited_for_child_as_the_sender():
+    from tests.support.cpu_split import CpuMeter
+
+    meter = CpuMeter(sink_pid=os.getpid(), postmaster_pid=None)
+    before = meter.read()
+    burn = "import time\nwhile time.process_time() < 0.3: pass"
+    subprocess.run([sys.executable, "-c", burn], check=True, timeout=60)
+    spent = meter.read() - before
+    assert spent.sender >= 0.3
+    assert spent.postgres == 0.0
+    assert meter.read().sink > 0  # this process stands in for the sink
+    assert spent.per_message_ms(10).sender == spent.sender * 100
