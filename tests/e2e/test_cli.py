@@ -120,20 +120,25 @@ def test_a_bad_setting_stops_worker_and_prune_with_one_line_naming_it(sqlite_url
         assert "Traceback" not in result.stderr, result.stderr
 
 
-def test_the_worker_starts_without_building_the_web_app(tmp_path):
+def imported_by(probe: str) -> str:
+    """What `probe` (Python statements run by the installed interpreter) prints."""
+    python = os.path.join(os.path.dirname(CONSOLE), "python")
+    result = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_the_worker_starts_without_building_the_web_app():
     """`console worker` imports neither Flask, nor the app factory, nor the blueprints."""
     probe = (
         "import sys, console.entry, console.commands.worker;"
         "print(sorted(m for m in sys.modules if m in ('flask', 'console.app', 'console.cli')"
         " or m.startswith('console.web')))"
     )
-    python = os.path.join(os.path.dirname(CONSOLE), "python")
-    result = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+    assert imported_by(probe) == "[]"
 
 
-def test_the_worker_on_sqlite_starts_without_psycopg_or_httpx(tmp_path):
+def test_the_worker_on_sqlite_starts_without_psycopg_or_httpx():
     """`console worker` on SQLite with an SMTP relay, its services (the wake-up listener,
     the ops jobs, /metrics) loaded too, imports neither PostgreSQL's driver nor the HTTP
     client: neither is needed until a PostgreSQL database or an alert webhook is."""
@@ -144,7 +149,4 @@ def test_the_worker_on_sqlite_starts_without_psycopg_or_httpx(tmp_path):
         "assert pg_wakeup.listener_for('sqlite:///unused.sqlite') is None;"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'httpx')))"
     )
-    python = os.path.join(os.path.dirname(CONSOLE), "python")
-    result = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+    assert imported_by(probe) == "[]"
