@@ -33,11 +33,12 @@ __all__ = ["SUPPRESSED", "SWEPT", "Engine", "SqlKit", "engine_for"]
 
 def engine_for(database: DatabaseEngine, connections: int = 1) -> Engine:
     """The engine of `database`; `connections`: the most its marks and records may use at
-    once on PostgreSQL (SQLite writes on one connection)."""
+    once on PostgreSQL, and the most records written in one transaction (SQLite writes on
+    one connection)."""
     if database.dialect.name == "postgresql":
         from console.engine.postgres import PostgresEngine  # psycopg: only here
 
         return PostgresEngine(database, connections)
     from console.engine.sqlite import SqliteEngine
 
-    return SqliteEngine(database)
+    return SqliteEngine(database, connections)

@@ -1,8 +1,9 @@
 """Records written together, in one transaction, up to a batch of them.
 
 A record waits at most ``BATCH_WAIT_SECONDS`` for others to join it, fewer when the batch
-fills; records that arrive while a batch is written form the next one. On PostgreSQL,
-where each commit waits for the disk, a batch is one commit instead of one a record.
+fills; records that arrive while a batch is written form the next one. A batch is one
+commit instead of one a record: on PostgreSQL each commit waits for the disk, on SQLite
+each writes the pages it changed to the log (consecutive records change the same ones).
 """
 
 from __future__ import annotations

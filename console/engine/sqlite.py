@@ -3,9 +3,10 @@
 SQLite is a file in this process: a write is local work, not a round trip, and a thread
 would only contend for the GIL with the event loop. The claim and the housekeeping run in
 a ``Session``; the marks and records on one connection kept for the batch, their
-statements compiled once and run on the driver's cursor (``sqlite_prepared.Prepared``). The
-worker posts each record while the sender waits for the relay's next reply, so the
-record fills that wait.
+statements compiled once and run on the driver's cursor (``sqlite_prepared.Prepared``).
+Each mark is committed alone, before its body; the records waiting together are written
+in one transaction (``record_batches``): each commit writes the pages it changed to the
+log, and consecutive records change the same index pages.
 
 SQLite has one writer: the claim takes the write lock and the batch at once, with one
 ``UPDATE ... RETURNING`` that marks the rows ``sending`` before another worker could see
@@ -23,7 +24,8 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
 from console.engine.base import SUPPRESSED, SWEPT, T
-from console.engine.sqlite_prepared import commit, prepared, rollback
+from console.engine.record_batches import RecordBatches
+from console.engine.sqlite_prepared import commit, prepared
 from console.store import claims, suppressions
 from console.store import statements as s
 from console.store.claims import FIRST_TRY, NOW, RETRY, Claim, ExpiredLease
@@ -74,10 +76,11 @@ class SqliteEngine:
 
     sql = SQL
 
-    def __init__(self, database: Engine) -> None:
+    def __init__(self, database: Engine, connections: int = 1) -> None:
         self._database = database
         self._sessions = make_session_factory(database)
         self._connection: Connection | None = None
+        self._records = RecordBatches(self._record_batch, size=connections)
 
     async def in_transaction(self, work: Callable[[Session], T]) -> T:
         with self._sessions() as session:
@@ -154,11 +157,17 @@ class SqliteEngine:
             raise
 
     async def record(self, values: dict[str, Any]) -> bool:
+        return await self._records.record(values)
+
+    async def _record_batch(self, batch: list[dict[str, Any]]) -> list[bool]:
+        """The records of `batch` in one transaction; whether each was recorded."""
         connection = self._writer()
         try:
-            return _record(connection, values)
+            recorded = [_record(connection, values) for values in batch]
+            commit(connection)
+            return recorded
         except BaseException:
-            self._close()
+            self._close()  # rolls back the batch: each of its callers gets the error
             raise
 
     async def forget_connections(self) -> None:
@@ -182,13 +191,10 @@ class SqliteEngine:
 
 
 def _record(connection: Connection, values: dict[str, Any]) -> bool:
-    """Move the intent only while this lease holds it, then finish its attempt; commit.
-    False for a stale worker: nothing changed."""
+    """Move the intent only while this lease holds it, then finish its attempt (the caller
+    commits). False for a stale worker: nothing changed."""
     dialect = connection.dialect
     moved = prepared(s.MOVE_LEASED_INTENT, dialect).execute(connection, values).rowcount
     if moved:
         prepared(s.RECORD_ATTEMPT, dialect).execute(connection, values)
-        commit(connection)
-    else:
-        rollback(connection)
     return bool(moved)
