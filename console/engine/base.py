@@ -8,12 +8,16 @@ from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.orm import Session
 
+from console.core.lifecycle import Decision
+from console.core.outcomes import Classification
 from console.store.claims import Claim, ExpiredLease
 from console.store.statements import DueIntent, SqlKit
 
 T = TypeVar("T")
 
 SUPPRESSED, SWEPT = "suppressed", "swept"  # why a mark was refused
+# how the worker judges a lease taken back: from the stage its attempt reached, at `now`
+Judge = Callable[[ExpiredLease, dt.datetime], tuple[Classification, Decision]]
 
 
 class Engine(Protocol):
@@ -24,7 +28,7 @@ class Engine(Protocol):
     async def in_transaction(self, work: Callable[[Session], T]) -> T:
         """Run `work` with a session of its own and return what it returns; the session
         is closed after it, rolling back what `work` did not commit. The claim, the
-        give-back, the housekeeping and what follows a record run here."""
+        heartbeat and what follows a record run here."""
 
     def lock_due(
         self, session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
@@ -42,9 +46,18 @@ class Engine(Protocol):
     ) -> list[Claim]:
         """Give each of `due` a fresh lease token and one new attempt row."""
 
-    def take_expired_leases(self, session: Session, now: dt.datetime) -> list[ExpiredLease]:
-        """Intents still ``sending`` after their lease ran out (up to a batch), their open
-        attempts finished first, so their worker can no longer mark them."""
+    async def sweep(self, now: dt.datetime, judge: Judge) -> list[tuple[ExpiredLease, Decision]]:
+        """Take back the leases that ran out before `now` (up to a batch): finish each open
+        attempt, so its worker can no longer mark it, then move the intent as `judge` decides
+        from the stage the attempt reached; committed. Each lease settled with its decision
+        (one another worker holds or settled meanwhile is left as it is)."""
+
+    async def give_back(
+        self, returned: Sequence[tuple[Claim, dt.datetime]], now: dt.datetime
+    ) -> int:
+        """Give back claims that never reached the transport, each due again at the time
+        paired with it: ``pending``, its attempt deleted and not counted; committed. How
+        many went back (one whose lease was lost stays as it is)."""
 
     async def mark(self, attempt_id: int, recipient: str) -> str | None:
         """Commit that the body of `attempt_id` is about to leave: None; or, nothing marked,

@@ -1,21 +1,22 @@
 """The engine on PostgreSQL: every statement awaited, the event loop sending meanwhile.
 
 Every statement runs on a connection of one ``psycopg_pool.AsyncConnectionPool`` of
-psycopg's async connections. The claim, the give-back, the housekeeping and what follows a
-record borrow one for a transaction through SQLAlchemy's asyncio engine
-(``in_transaction``, with no pool of its own: the connection it closes goes back to the
-pool): their steps are written against a ``Session`` (so is the application's eligibility
-check), and ``AsyncSession.run_sync`` runs them as they are, each statement awaited rather
-than blocking the loop. The claim locks due rows with ``FOR UPDATE SKIP LOCKED``, lane by
-lane, so workers on other machines never lease the same intent, and leases a batch in one
-statement whose values travel as arrays (``unnest``).
+psycopg's async connections. The marks and records (a statement a message each), the sweep
+and the give-back are plain SQL (``postgres_sql``): a mark or a record alone on a
+connection in autocommit (one statement, one commit), several records, a sweep or a
+give-back in a transaction. Up to two connections a sender (its mark, and its last record
+written while its next email goes), so far from the database a mark waits for its own
+round trip, not behind the others'. psycopg prepares a statement on a connection once it
+has run there a few times, and adapts the values.
 
-The marks and records, a statement a message each, are plain SQL (``postgres_sql``) on
-connections of the same pool switched to autocommit (one statement, one commit; a
-transaction switches its connection back when it borrows one): up to two a sender (its
-mark, and its last record written while its next email goes), so far from the database a
-mark waits for its own round trip, not behind the others'. psycopg prepares a statement on
-a connection once it has run there a few times, and adapts the values.
+The claim, the heartbeat and what follows a record still borrow a connection for a
+transaction through SQLAlchemy's asyncio engine (``in_transaction``, with no pool of its
+own: the connection it closes goes back to the pool): their steps are written against a
+``Session`` (so is the application's eligibility check), and ``AsyncSession.run_sync``
+runs them as they are, each statement awaited rather than blocking the loop. The claim
+locks due rows with ``FOR UPDATE SKIP LOCKED``, lane by lane, so workers on other machines
+never lease the same intent, and leases a batch in one statement whose values travel as
+arrays (``unnest``); the sweep locks the expired leases the same way.
 
 A statement has a deadline (``STATEMENT_SECONDS``): past it the send fails before its
 body. A mark whose sender was cancelled may still have committed; its attempt then only
@@ -26,11 +27,13 @@ the next write opens a fresh one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import psycopg
+from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
@@ -38,12 +41,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
+from console.core.lifecycle import Decision
+from console.core.outcomes import Classification
 from console.engine import postgres_sql as q
-from console.engine.base import SUPPRESSED, SWEPT, T
+from console.engine.base import SUPPRESSED, SWEPT, Judge, T
 from console.engine.postgres_claim import PostgresClaim
 from console.engine.record_batches import RecordBatches
 from console.store import suppressions
+from console.store.claims import SWEEP_BATCH_SIZE, Claim, ExpiredLease
 from console.store.database import CONNECT_TIMEOUT_SECONDS, read_json
+from console.store.statements import ERROR_TEXT_LIMIT, DueIntent, clip
+from console.vocabulary import CLAIMED
 
 # How long a mark or a record may take before it is cancelled and fails.
 STATEMENT_SECONDS = 30.0
@@ -88,17 +96,43 @@ class PostgresEngine(PostgresClaim):
         if len(batch) == 1:
             _, recorded = await self._run(q.RECORD_IF_MOVED, batch[0], "record")
             return [bool(recorded)]
-        try:
-            async with asyncio.timeout(STATEMENT_SECONDS):
-                pool = await self._opened_pool()
-                async with pool.connection() as connection:
-                    await connection.set_autocommit(True)  # the transaction: BEGIN, COMMIT
-                    async with connection.transaction():
-                        cursor = connection.cursor()
-                        await cursor.executemany(q.RECORD_IF_MOVED, batch, returning=True)
-                        return [bool(await e.fetchall()) async for e in cursor.results()]
-        except (psycopg.Error, OSError, TimeoutError) as error:
-            raise _as_sqlalchemy_error("records", error) from error
+        async with self._transaction("records") as connection:
+            return await _each_returned_a_row(connection, q.RECORD_IF_MOVED, batch)
+
+    async def sweep(self, now: dt.datetime, judge: Judge) -> list[tuple[ExpiredLease, Decision]]:
+        values = {"b_now": now, "b_limit": SWEEP_BATCH_SIZE}
+        async with self._transaction("sweep") as connection:
+            rows = await (await connection.execute(q.EXPIRED_LEASES, values)).fetchall()
+            settled = []
+            for row in rows:
+                lease = await _finish_silent_attempt(connection, row, now)
+                if lease is None:  # finished meanwhile: its record came first
+                    continue
+                classification, decision = judge(lease, now)
+                if await _settle(connection, lease, classification, decision, now):
+                    settled.append((lease, decision))
+            return settled
+
+    async def give_back(
+        self, returned: Sequence[tuple[Claim, dt.datetime]], now: dt.datetime
+    ) -> int:
+        if not returned:
+            return 0
+        values = [
+            _in_utc(
+                dict(
+                    b_id=claim.intent.id,
+                    b_token=claim.lease_token,
+                    b_attempt_id=claim.attempt_id,
+                    b_due_at=due_at,
+                    b_now=now,
+                ),
+                ("b_due_at", "b_now"),
+            )
+            for claim, due_at in returned
+        ]
+        async with self._transaction("give-back") as connection:
+            return sum(await _each_returned_a_row(connection, q.GIVE_BACK, values))
 
     async def forget_connections(self) -> None:
         pool, self._pool = self._pool, None
@@ -126,6 +160,20 @@ class PostgresEngine(PostgresClaim):
         except (psycopg.Error, OSError, TimeoutError) as error:
             raise _as_sqlalchemy_error(label, error) from error
 
+    @contextlib.asynccontextmanager
+    async def _transaction(self, label: str) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A connection of the pool in a transaction, committed when the block ends (rolled
+        back on an error); an error as SQLAlchemy's (`label` names the work)."""
+        try:
+            async with asyncio.timeout(STATEMENT_SECONDS):
+                pool = await self._opened_pool()
+                async with pool.connection() as connection:
+                    await connection.set_autocommit(True)  # the transaction: BEGIN, COMMIT
+                    async with connection.transaction():
+                        yield connection
+        except (psycopg.Error, OSError, TimeoutError) as error:
+            raise _as_sqlalchemy_error(label, error) from error
+
     async def _borrow(self) -> psycopg.AsyncConnection:
         """A connection of the pool for SQLAlchemy's session (``in_transaction``). One the
         server dropped while it sat in the pool (a restart) fails that transaction: the
@@ -147,20 +195,73 @@ class PostgresEngine(PostgresClaim):
                 max_size=self._size + TRANSACTIONS,
                 open=False,
                 close_returns=True,  # SQLAlchemy's close gives the connection back
+                configure=_read_json_as_the_store_does,
             )
             await pool.open()
             self._pool = pool
         return self._pool
 
 
-def _in_utc(values: dict[str, Any]) -> dict[str, Any]:
-    """`values` with each timestamp timezone-aware (a naive one is UTC already)."""
+def _in_utc(values: dict[str, Any], names: Sequence[str] = _TIMES) -> dict[str, Any]:
+    """`values` with each timestamp of `names` timezone-aware (a naive one is UTC already)."""
     times = {
         name: values[name].replace(tzinfo=dt.UTC)
-        for name in _TIMES
+        for name in names
         if values.get(name) is not None and values[name].tzinfo is None
     }
     return {**values, **times} if times else values
+
+
+async def _each_returned_a_row(
+    connection: psycopg.AsyncConnection, sql: str, batch: Sequence[dict[str, Any]]
+) -> list[bool]:
+    """Run `sql` once for each values of `batch`, sent together (``executemany``); whether
+    each returned a row."""
+    cursor = connection.cursor()
+    await cursor.executemany(sql, batch, returning=True)
+    return [bool(await each.fetchall()) async for each in cursor.results()]
+
+
+async def _finish_silent_attempt(
+    connection: psycopg.AsyncConnection, row: Sequence[Any], now: dt.datetime
+) -> ExpiredLease | None:
+    """The lease of `row` (``EXPIRED_LEASES``), its open attempt finished; None when the
+    attempt was finished already."""
+    intent, lease_token, attempt_id = DueIntent.from_row(row), row[-2], row[-1]
+    if attempt_id is None:
+        return ExpiredLease(intent, lease_token, None, CLAIMED)
+    values = {"b_id": attempt_id, "b_now": now}
+    finished = await (await connection.execute(q.FINISH_SILENT_ATTEMPT, values)).fetchone()
+    return None if finished is None else ExpiredLease(intent, lease_token, attempt_id, finished[0])
+
+
+async def _settle(
+    connection: psycopg.AsyncConnection,
+    lease: ExpiredLease,
+    classification: Classification,
+    decision: Decision,
+    now: dt.datetime,
+) -> bool:
+    """Move the intent of `lease` as decided, if no one else did meanwhile."""
+    values = dict(
+        b_id=lease.intent.id,
+        b_token=lease.lease_token,
+        b_status=decision.status,
+        b_reason=clip(decision.reason, ERROR_TEXT_LIMIT),
+        b_now=now,
+        b_next_attempt_at=decision.next_attempt_at,
+        b_attempt_id=lease.attempt_id,
+        b_outcome=classification.outcome,
+        b_error=clip(classification.reason, ERROR_TEXT_LIMIT),
+    )
+    values = _in_utc(values, ("b_now", "b_next_attempt_at"))
+    return bool(await (await connection.execute(q.SETTLE_EXPIRED_LEASE, values)).fetchall())
+
+
+async def _read_json_as_the_store_does(connection: psycopg.AsyncConnection) -> None:
+    """JSON read on this connection as SQLAlchemy's sessions read it (``read_json``): a
+    value nested too deep is an ``UnreadableJSON`` the worker fails alone."""
+    set_json_loads(read_json, connection)
 
 
 def connect_arguments(engine: Engine) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The claim's and the sweep's steps on PostgreSQL, inside a transaction of the engine.
+"""The claim's steps on PostgreSQL, inside a transaction of the engine.
 
 Due rows are locked with ``FOR UPDATE SKIP LOCKED``, lane by lane and each lane's retries
 first, so workers on other machines skip what this one holds rather than wait for it. A
@@ -18,10 +18,9 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from console.model_columns import UTCDateTime
-from console.models import Intent
 from console.store import claims
 from console.store import statements as s
-from console.store.claims import FIRST_TRY, RETRY, Claim, ExpiredLease
+from console.store.claims import FIRST_TRY, RETRY, Claim
 from console.store.statements import DueIntent, SqlKit
 from console.vocabulary import CLAIMED, LANES, SENDING
 
@@ -82,7 +81,7 @@ LEASE_BATCH = (
 
 
 class PostgresClaim:
-    """The claim's and the sweep's steps whose SQL is PostgreSQL's."""
+    """The claim's steps whose SQL is PostgreSQL's."""
 
     sql = SQL
 
@@ -127,7 +126,3 @@ class PostgresClaim:
         inserted = session.connection().execute(LEASE_BATCH, values)
         attempt_ids = {token: attempt_id for token, attempt_id in inserted}
         return claims.claims_of(due, tokens, attempt_ids, lease_expires_at)
-
-    def take_expired_leases(self, session: Session, now: dt.datetime) -> list[ExpiredLease]:
-        query = claims.expired_leases(now).with_for_update(skip_locked=True, of=Intent)
-        return claims.finish_silent_attempts(session, session.execute(query).all(), now)

@@ -1,4 +1,5 @@
-"""The send loop's per-message statements on PostgreSQL, as plain SQL with named parameters.
+"""The send path's statements on PostgreSQL that run on psycopg itself, as plain SQL with
+named parameters: the per-message mark and record, the sweep and the give-back.
 
 psycopg prepares each on a connection once it has run a few times (``prepare_threshold``)
 and adapts the values; the casts name each parameter's type for that plan. Every lease
@@ -6,6 +7,8 @@ check is a compare-and-set: a worker that lost its lease changes nothing.
 """
 
 from __future__ import annotations
+
+from console.store.statements import DUE_COLUMNS
 
 # Commit that the body is about to leave, unless the recipient (either form: the address,
 # its keyed hash) is on the suppression list or the sweep finished the attempt.
@@ -51,5 +54,65 @@ UPDATE email_attempt SET
   provider_message_id = %(b_provider_message_id)s::varchar,
   duration_ms = %(b_duration_ms)s::integer
 WHERE id = %(b_attempt_id)s::bigint AND EXISTS (SELECT 1 FROM moved)
+RETURNING id
+"""
+
+# The sweep: intents still `sending` after their lease ran out, each with its open attempt
+# (the intent's columns as ``DueIntent`` reads them, then the lease token and the attempt
+# id); locked, skipping those another worker's sweep holds.
+EXPIRED_LEASES = f"""
+SELECT {", ".join(f"i.{column.name}" for column in DUE_COLUMNS)}, i.lease_token, a.id
+FROM email_intent i
+LEFT JOIN email_attempt a ON a.intent_id = i.id AND a.lease_token = i.lease_token
+WHERE i.status = 'sending' AND i.lease_expires_at < %(b_now)s::timestamptz
+LIMIT %(b_limit)s::integer
+FOR UPDATE OF i SKIP LOCKED
+"""
+
+# From now on the silent worker can no longer mark this attempt: the stage it reached.
+FINISH_SILENT_ATTEMPT = """
+UPDATE email_attempt SET finished_at = %(b_now)s::timestamptz
+WHERE id = %(b_id)s::bigint AND finished_at IS NULL
+RETURNING stage
+"""
+
+# The intent of a lease taken back moves as decided, only while that lease holds it; its
+# attempt (if it had one) then gets the verdict. One row when the intent moved.
+SETTLE_EXPIRED_LEASE = """
+WITH moved AS (
+  UPDATE email_intent SET
+    status = %(b_status)s::varchar,
+    status_reason = %(b_reason)s::varchar,
+    lease_token = NULL,
+    lease_expires_at = NULL,
+    updated_at = %(b_now)s::timestamptz,
+    next_attempt_at = coalesce(%(b_next_attempt_at)s::timestamptz, next_attempt_at)
+  WHERE id = %(b_id)s::bigint
+    AND status IS NOT DISTINCT FROM 'sending'
+    AND lease_token IS NOT DISTINCT FROM %(b_token)s::varchar
+  RETURNING id),
+judged AS (
+  UPDATE email_attempt SET outcome = %(b_outcome)s::varchar, error = %(b_error)s::varchar
+  WHERE id = %(b_attempt_id)s::bigint AND EXISTS (SELECT 1 FROM moved))
+SELECT id FROM moved
+"""
+
+# A claim that never reached the transport goes back, only while its lease holds it:
+# pending, due at the time given, the attempt deleted and not counted.
+GIVE_BACK = """
+WITH released AS (
+  UPDATE email_intent SET
+    status = 'pending',
+    lease_token = NULL,
+    lease_expires_at = NULL,
+    attempt_count = attempt_count - 1,
+    next_attempt_at = %(b_due_at)s::timestamptz,
+    updated_at = %(b_now)s::timestamptz
+  WHERE id = %(b_id)s::bigint
+    AND status IS NOT DISTINCT FROM 'sending'
+    AND lease_token IS NOT DISTINCT FROM %(b_token)s::varchar
+  RETURNING id)
+DELETE FROM email_attempt
+WHERE id = %(b_attempt_id)s::bigint AND EXISTS (SELECT 1 FROM released)
 RETURNING id
 """

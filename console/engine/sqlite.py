@@ -1,9 +1,10 @@
 """The engine on SQLite: every statement in the event loop's thread, on SQLAlchemy.
 
 SQLite is a file in this process: a write is local work, not a round trip, and a thread
-would only contend for the GIL with the event loop. The claim and the housekeeping run in
-a ``Session``; the marks and records on one connection kept for the batch, their
-statements compiled once and run on the driver's cursor (``sqlite_prepared.Prepared``).
+would only contend for the GIL with the event loop. The claim, the sweep, the give-back
+and the heartbeat run in a ``Session``, on the steps of ``console.store.claims``; the
+marks and records on one connection kept for the batch, their statements compiled once
+and run on the driver's cursor (``sqlite_prepared.Prepared``).
 Each mark is committed alone, before its body; the records waiting together are written
 in one transaction (``record_batches``): each commit writes the pages it changed to the
 log, and consecutive records change the same index pages.
@@ -23,7 +24,8 @@ from sqlalchemy import Connection, Engine, Integer, bindparam, literal, select, 
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
-from console.engine.base import SUPPRESSED, SWEPT, T
+from console.core.lifecycle import Decision
+from console.engine.base import SUPPRESSED, SWEPT, Judge, T
 from console.engine.record_batches import RecordBatches
 from console.engine.sqlite_prepared import commit, prepared
 from console.store import claims, suppressions
@@ -137,9 +139,21 @@ class SqliteEngine:
         attempt_ids = {token: attempt_id for token, attempt_id in inserted}
         return claims.claims_of(due, tokens, attempt_ids, lease_expires_at)
 
-    def take_expired_leases(self, session: Session, now: dt.datetime) -> list[ExpiredLease]:
-        rows = session.execute(claims.expired_leases(now)).all()  # one writer: no lock to take
-        return claims.finish_silent_attempts(session, rows, now)
+    async def sweep(self, now: dt.datetime, judge: Judge) -> list[tuple[ExpiredLease, Decision]]:
+        with self._sessions() as session:
+            rows = session.execute(claims.expired_leases(now)).all()  # one writer: no lock
+            leases = claims.finish_silent_attempts(session, rows, now)
+            settled = claims.settle_expired_leases(session, leases, judge, now)
+            session.commit()
+            return settled
+
+    async def give_back(
+        self, returned: Sequence[tuple[Claim, dt.datetime]], now: dt.datetime
+    ) -> int:
+        with self._sessions() as session:
+            released = claims.release(session, returned, now)
+            session.commit()
+            return released
 
     async def mark(self, attempt_id: int, recipient: str) -> str | None:
         connection = self._writer()

@@ -177,18 +177,15 @@ def claims_of(
 
 
 def release(
-    session: Session,
-    claims: Sequence[Claim],
-    now: dt.datetime,
-    due_at: dt.datetime | None = None,
+    session: Session, returned: Sequence[tuple[Claim, dt.datetime]], now: dt.datetime
 ) -> int:
-    """Give back claims that never reached the transport: pending again (due at `due_at`,
-    default now), attempt removed and not counted."""
+    """Give back claims that never reached the transport: pending again (each due at the
+    time paired with it), attempt removed and not counted."""
     connection = session.connection()
     released = 0
-    for claim in claims:
+    for claim, due_at in returned:
         values = dict(b_id=claim.intent.id, b_token=claim.lease_token, b_now=now)
-        moved = connection.execute(s.RELEASE_INTENT, dict(values, b_due_at=due_at or now))
+        moved = connection.execute(s.RELEASE_INTENT, dict(values, b_due_at=due_at))
         if moved.rowcount == 1:
             connection.execute(s.DELETE_ATTEMPT, {"b_id": claim.attempt_id})
             released += 1
@@ -239,6 +236,19 @@ def _finish_silent_attempt(session: Session, row: Any, now: dt.datetime) -> Expi
     if stage is None:
         return None
     return ExpiredLease(intent, lease_token, attempt_id, stage)
+
+
+def settle_expired_leases(
+    session: Session, leases: Sequence[ExpiredLease], judge, now: dt.datetime
+) -> list[tuple[ExpiredLease, Decision]]:
+    """Move the intent of each of `leases` as `judge` (``Engine.sweep``'s) decides; those
+    moved, with their decision."""
+    settled = []
+    for lease in leases:
+        classification, decision = judge(lease, now)
+        if settle_expired_lease(session, lease, classification, decision, now):
+            settled.append((lease, decision))
+    return settled
 
 
 def settle_expired_lease(

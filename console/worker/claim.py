@@ -226,18 +226,8 @@ class BatchClaimer:
     ) -> int:
         """Give back what a stop left unsent (due now) and what a deferral held back (due at
         its end), without counting an attempt; commit. Return how many went back."""
-        if not unsent and not held_back:
-            return 0
-        return await self._in_transaction(
-            lambda session: self._give_back(session, unsent, held_back, now)
-        )
-
-    def _give_back(self, session: Session, unsent, held_back, now: dt.datetime) -> int:
-        released = claims.release(session, unsent, now)
-        for claim, until in held_back:
-            released += claims.release(session, [claim], now, due_at=until)
-        session.commit()
-        return released
+        returned = [(claim, now) for claim in unsent] + held_back
+        return await self._engine.give_back(returned, now) if returned else 0
 
     async def claim_critical(self, now: dt.datetime) -> ClaimedBatch | None:
         """The critical intents due at `now` (the breakers read as a claim reads them, the
@@ -299,32 +289,30 @@ def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
-def housekeeping(
-    session: Session,
+async def housekeeping(
     engine: Engine,
     worker_id: str,
     started_at: dt.datetime,
     decisions: SendDecisions,
     now: dt.datetime,
 ) -> list[tuple[ExpiredLease, Decision]]:
-    """Beat, settle the leases of silent workers as decided, match waiting events.
+    """Settle the leases of silent workers as decided; beat and match waiting events, in
+    a transaction of their own; each committed. The leases taken back."""
+    swept = await engine.sweep(now, decisions.at_lease_expiry)
 
-    In the caller's transaction (the caller commits); returns the leases taken back.
-    """
-    heartbeats.beat(
-        session,
-        worker_id=worker_id,
-        host=socket.gethostname(),
-        pid=os.getpid(),
-        started_at=started_at,
-        now=now,
-    )
-    swept = []
-    for lease in engine.take_expired_leases(session, now):
-        classification, decision = decisions.at_lease_expiry(lease, now)
-        if claims.settle_expired_lease(session, lease, classification, decision, now):
-            swept.append((lease, decision))
-    match_unmatched_events(session, now=now)  # provider events that came before their id
+    def beat_and_match(session: Session) -> None:
+        heartbeats.beat(
+            session,
+            worker_id=worker_id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            started_at=started_at,
+            now=now,
+        )
+        match_unmatched_events(session, now=now)  # provider events that came before their id
+        session.commit()
+
+    await engine.in_transaction(beat_and_match)
     return swept
 
 

@@ -193,17 +193,12 @@ class Worker:
 
     async def _housekeeping(self, now: dt.datetime, report: TickReport) -> None:
         """Heartbeat, take back silent workers' leases, match early provider events; commit."""
-        swept = await self._engine.in_transaction(lambda session: self._housekeep(session, now))
+        swept = await housekeeping(
+            self._engine, self.worker_id, self.started_at, self.decisions, now
+        )
         report.swept += len(swept)
         for lease, decision in swept:
             log_expired_lease(lease, decision)
-
-    def _housekeep(self, session: Session, now: dt.datetime) -> list:
-        swept = housekeeping(
-            session, self._engine, self.worker_id, self.started_at, self.decisions, now
-        )
-        session.commit()
-        return swept
 
     async def _send_batch(self, leased: list[claims.Claim], report: TickReport) -> None:
         waiting = collections.deque(leased)

@@ -73,6 +73,17 @@ def on_engine(database, use, connections: int = 1):
     return asyncio.run(run())
 
 
+def sweep(database, now, judge):
+    """The engine's sweep at `now`, each lease judged by `judge(lease, now)`: those settled,
+    with their decision."""
+    return on_engine(database, lambda engine: engine.sweep(now, judge))
+
+
+def give_back(database, returned, now=T0):
+    """The engine's give-back of `returned` ((claim, due at) pairs): how many went back."""
+    return on_engine(database, lambda engine: engine.give_back(returned, now))
+
+
 def lock(session, limit=50, lane_limits=None, now=T0):
     """lock_due as the worker calls it: each lane's cap from `lane_limits_within`."""
     limits = claims.lane_limits_within(limit, lane_limits)

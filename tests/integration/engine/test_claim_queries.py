@@ -7,12 +7,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from sqlalchemy import insert, select, text, update
+from sqlalchemy import insert, text, update
 
 from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.core.send_result import SendResult
-from console.models import Attempt, Intent, Suppression
+from console.models import Attempt, Suppression
 from console.store import claims, records
 from console.vocabulary import (
     ACCEPTED,
@@ -34,12 +34,14 @@ from tests.support.claim_steps import (
     T0,
     WORKER_ID,
     engine_of,
+    give_back,
     lease_all,
     load,
     lock,
     on_engine,
     queue,
     seconds,
+    sweep,
 )
 
 
@@ -210,21 +212,21 @@ def test_locking_closing_and_leasing_commit_nothing(session_factory, session):
 # --- release ---
 
 
-def test_release_gives_back_only_what_this_lease_holds(session_factory, session):
+def test_the_give_back_returns_only_what_this_lease_holds(engine, session_factory, session):
     given_back = queue(session_factory, due=T0 - seconds(60), attempt_count=2)
     taken = queue(session_factory, due=T0 - seconds(30))
     mine, theirs = lease_all(session, lock(session))
     session.commit()
     not_mine = dataclasses.replace(theirs, lease_token="a-lease-this-worker-lost")
 
-    released = claims.release(session, [mine, not_mine], T0 + seconds(5))
-    session.commit()
+    released = give_back(engine, [(mine, T0 + seconds(5)), (not_mine, T0)], T0 + seconds(1))
 
     assert released == 1
     intent, attempts = load(session_factory, given_back)
     assert (intent.status, intent.attempt_count) == (PENDING, 2), "the count restored"
     assert (intent.lease_token, intent.lease_expires_at) == (None, None)
     assert intent.next_attempt_at == T0 + seconds(5) and attempts == []
+    assert intent.updated_at == T0 + seconds(1)
     intent, attempts = load(session_factory, taken)
     assert (intent.status, intent.lease_token, intent.attempt_count) == (
         SENDING,
@@ -274,7 +276,7 @@ def test_the_record_moves_the_intent_only_for_the_current_lease(engine, session_
 # --- the lease sweep ---
 
 
-def test_the_sweep_takes_expired_leases_only_and_finishes_their_attempts(
+def test_the_sweep_takes_expired_leases_only_and_settles_each_as_judged(
     engine, session_factory, session
 ):
     body_sent = queue(session_factory, due=T0 - seconds(60))
@@ -288,98 +290,77 @@ def test_the_sweep_takes_expired_leases_only_and_finishes_their_attempts(
     recipient = expiring[0].intent.recipient
     assert on_engine(engine, lambda on: on.mark(expiring[0].attempt_id, recipient)) is None
     swept_at = T0 + seconds(61)
-
-    expired = engine_of(session).take_expired_leases(session, swept_at)
-
-    taken = {
-        lease.intent.id: (lease.lease_token, lease.attempt_id, lease.stage) for lease in expired
-    }
-    assert taken == {
-        body_sent: (expiring[0].lease_token, expiring[0].attempt_id, DATA_SENT),
-        claimed_only: (expiring[1].lease_token, expiring[1].attempt_id, CLAIMED),
-    }
-    finished = dict(session.execute(select(Attempt.intent_id, Attempt.finished_at)).all())
-    assert finished == {body_sent: swept_at, claimed_only: swept_at, still_leased: None}
-
-    by_id = {lease.intent.id: lease for lease in expired}
     retry_at = swept_at + seconds(30)
-    settled = [
-        claims.settle_expired_lease(
-            session,
-            by_id[body_sent],
-            Classification(AMBIGUOUS, "lease expired after the body was handed over"),
-            Decision(AMBIGUOUS, "lease expired"),
-            swept_at,
-        ),
-        claims.settle_expired_lease(
-            session,
-            by_id[claimed_only],
-            Classification(TRANSIENT, "lease expired before the body was sent"),
-            Decision(PENDING, "lease expired", next_attempt_at=retry_at),
-            swept_at,
-        ),
-    ]
-    session.commit()
+    judged = []
 
-    assert settled == [True, True]
+    def judge(lease, now):
+        judged.append((lease.intent.id, lease.lease_token, lease.attempt_id, lease.stage, now))
+        if lease.stage == DATA_SENT:
+            verdict = Classification(AMBIGUOUS, "lease expired after the body was handed over")
+            return verdict, Decision(AMBIGUOUS, "lease expired")
+        verdict = Classification(TRANSIENT, "lease expired before the body was sent")
+        return verdict, Decision(PENDING, "lease expired", next_attempt_at=retry_at)
+
+    settled = sweep(engine, swept_at, judge)
+
+    assert sorted(judged) == [
+        (body_sent, expiring[0].lease_token, expiring[0].attempt_id, DATA_SENT, swept_at),
+        (claimed_only, expiring[1].lease_token, expiring[1].attempt_id, CLAIMED, swept_at),
+    ]
+    assert sorted((lease.intent.id, decision.status) for lease, decision in settled) == [
+        (body_sent, AMBIGUOUS),
+        (claimed_only, PENDING),
+    ]
     intent, [attempt] = load(session_factory, body_sent)
     assert (intent.status, intent.lease_token, intent.lease_expires_at) == (AMBIGUOUS, None, None)
-    assert (attempt.stage, attempt.outcome) == (DATA_SENT, AMBIGUOUS)
+    assert (intent.status_reason, intent.updated_at) == ("lease expired", swept_at)
+    assert (attempt.stage, attempt.outcome, attempt.finished_at) == (DATA_SENT, AMBIGUOUS, swept_at)
     assert attempt.error == "lease expired after the body was handed over"
     intent, [attempt] = load(session_factory, claimed_only)
     assert (intent.status, intent.next_attempt_at, intent.attempt_count) == (PENDING, retry_at, 1)
-    assert (attempt.stage, attempt.outcome) == (CLAIMED, TRANSIENT)
+    assert (attempt.stage, attempt.outcome, attempt.finished_at) == (CLAIMED, TRANSIENT, swept_at)
     intent, [attempt] = load(session_factory, still_leased)
     assert (intent.status, intent.lease_token) == (SENDING, live.lease_token)
     assert attempt.finished_at is None and attempt.outcome is None
+    assert sweep(engine, swept_at, judge) == [], "nothing left to take back"
 
 
-def test_settling_changes_nothing_once_another_lease_holds_the_intent(session_factory, session):
-    intent_id = queue(session_factory)
-    lease_all(session, lock(session))
-    session.commit()
-    [expired] = engine_of(session).take_expired_leases(session, T0 + seconds(61))
-    session.commit()
-    with session_factory() as other:  # meanwhile: settled elsewhere, claimed again
-        table = Intent.__table__
-        other.execute(
-            update(table)
-            .where(table.c.id == intent_id)
-            .values(lease_token="a-later-lease", lease_expires_at=T0 + seconds(700))
-        )
-        other.commit()
-
-    settled = claims.settle_expired_lease(
-        session,
-        expired,
-        Classification(TRANSIENT, "lease expired before the body was sent"),
-        Decision(PENDING, "lease expired", next_attempt_at=T0 + seconds(90)),
-        T0 + seconds(61),
-    )
-    session.commit()
-
-    assert settled is False
-    intent, [attempt] = load(session_factory, intent_id)
-    assert (intent.status, intent.lease_token) == (SENDING, "a-later-lease")
-    assert intent.lease_expires_at == T0 + seconds(700)
-    assert attempt.outcome is None and attempt.error is None, "no verdict written"
-
-
-def test_the_sweep_commits_nothing(session_factory, session):
+def test_a_lease_whose_attempt_is_finished_already_is_not_settled(engine, session_factory, session):
     intent_id = queue(session_factory)
     [claim] = lease_all(session, lock(session))
     session.commit()
-    [expired] = engine_of(session).take_expired_leases(session, T0 + seconds(61))
-    claims.settle_expired_lease(
-        session,
-        expired,
-        Classification(TRANSIENT, "lease expired before the body was sent"),
-        Decision(PENDING, "lease expired"),
-        T0 + seconds(61),
-    )
+    with session_factory() as other:  # its record finished the attempt, not yet the intent
+        table = Attempt.__table__
+        other.execute(update(table).where(table.c.id == claim.attempt_id).values(finished_at=T0))
+        other.commit()
 
-    session.rollback()  # the housekeeping transaction failed before its commit
+    settled = sweep(engine, T0 + seconds(61), lambda lease, now: pytest.fail("judged"))
 
+    assert settled == []
     intent, [attempt] = load(session_factory, intent_id)
     assert (intent.status, intent.lease_token) == (SENDING, claim.lease_token)
-    assert attempt.finished_at is None and attempt.outcome is None
+    assert (attempt.finished_at, attempt.outcome) == (T0, None)
+
+
+def test_a_sweep_that_fails_commits_nothing(engine, session_factory, session):
+    first, second = queue(session_factory), queue(session_factory)
+    claimed = lease_all(session, lock(session))
+    session.commit()
+
+    judged = []
+
+    def judge(lease, now):  # the first lease is settled, then the second one fails
+        judged.append(lease.intent.id)
+        if len(judged) == 2:
+            raise RuntimeError("the judgement failed")
+        verdict = Classification(TRANSIENT, "lease expired before the body was sent")
+        return verdict, Decision(PENDING, "lease expired", next_attempt_at=now)
+
+    with pytest.raises(RuntimeError, match="the judgement failed"):
+        sweep(engine, T0 + seconds(61), judge)
+
+    assert sorted(judged) == [first, second]
+    for intent_id, claim in zip((first, second), claimed, strict=True):
+        intent, [attempt] = load(session_factory, intent_id)
+        assert (intent.status, intent.lease_token) == (SENDING, claim.lease_token)
+        assert attempt.finished_at is None and attempt.outcome is None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import insert, update
 
 from console.core import breaker
 from console.core import token_bucket as tb
@@ -25,8 +25,8 @@ from console.core.lifecycle import Decision, classify_lease_expiry
 from console.core.outcomes import Classification
 from console.core.send_result import SendResult
 from console.engine import SUPPRESSED, SWEPT
-from console.models import Suppression
-from console.store import claims, holds, records, send_budget, send_guards
+from console.models import Intent, Suppression
+from console.store import holds, records, send_budget, send_guards
 from console.vocabulary import (
     ACCEPTED,
     AMBIGUOUS,
@@ -46,6 +46,7 @@ from tests.support.claim_steps import (
     on_engine,
     queue,
     seconds,
+    sweep,
 )
 
 
@@ -54,6 +55,13 @@ def claim_all(session):
     leased = lease_all(session, lock(session))
     session.commit()
     return leased
+
+
+def judge_as_the_core_does(lease, now):
+    """A lease taken back after the mark is ambiguous; before it, due again now."""
+    verdict = classify_lease_expiry(lease.stage, handed_over=lease.stage == DATA_SENT)
+    becomes = AMBIGUOUS if lease.stage == DATA_SENT else PENDING
+    return verdict, Decision(becomes, verdict.reason, now if becomes == PENDING else None)
 
 
 def submitted(claim, now):
@@ -118,12 +126,15 @@ def test_a_suppressed_recipient_or_a_swept_attempt_refuses_the_mark(
             insert(Suppression).values(recipient=recipient.lower(), reason="bounce", created_at=T0)
         )
         other.commit()
-    [expired] = [
-        lease
-        for lease in engine_of(session).take_expired_leases(session, T0 + seconds(3600))
-        if lease.intent.id == swept_id
-    ]
-    session.commit()
+    with session_factory() as other:  # the other one's lease alone runs out
+        table = Intent.__table__
+        other.execute(
+            update(table)
+            .where(table.c.id == suppressed_id)
+            .values(lease_expires_at=T0 + seconds(7200))
+        )
+        other.commit()
+    [(expired, _)] = sweep(engine, T0 + seconds(3600), judge_as_the_core_does)
 
     async def marks(e):
         refused = []
@@ -156,11 +167,10 @@ def test_a_silent_workers_lease_is_taken_back_as_its_stage_says(
     if marked:
         on_engine(engine, lambda e: e.mark(claim.attempt_id, claim.intent.recipient))
     swept_at = T0 + seconds(3600)
-    [lease] = engine_of(session).take_expired_leases(session, swept_at)
+    [(lease, decision)] = sweep(engine, swept_at, judge_as_the_core_does)
+    assert (lease.intent.id, lease.stage) == (intent_id, DATA_SENT if marked else CLAIMED)
     verdict = classify_lease_expiry(lease.stage, handed_over=marked)
-    decision = Decision(becomes, verdict.reason, swept_at if becomes == PENDING else None)
-    assert claims.settle_expired_lease(session, lease, verdict, decision, swept_at)
-    session.commit()
+    assert decision.status == becomes
     intent, [attempt] = load(session_factory, intent_id)
     assert (intent.status, attempt.outcome) == (becomes, verdict.outcome)
     assert on_engine(engine, lambda e: e.record(submitted(claim, swept_at))) is False

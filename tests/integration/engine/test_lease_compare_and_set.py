@@ -44,14 +44,15 @@ def claim_one(session_factory, now: dt.datetime, worker_id: str) -> claims.Claim
     return claim
 
 
-def sweep(session_factory, now: dt.datetime) -> None:
+def sweep(database, now: dt.datetime) -> None:
     """Take back the silent worker's lease; its attempt never left CLAIMED: pending again."""
-    with session_factory() as session:
-        [lease] = engine_of(session).take_expired_leases(session, now)
+
+    def judge(lease, now):
+        assert lease.stage == CLAIMED
         verdict = Classification(TRANSIENT, "lease expired before anything was sent")
-        back = Decision(PENDING, "lease expired before anything was sent", now)
-        assert claims.settle_expired_lease(session, lease, verdict, back, now)
-        session.commit()
+        return verdict, Decision(PENDING, "lease expired before anything was sent", now)
+
+    assert len(on_engine(database, lambda engine: engine.sweep(now, judge))) == 1
 
 
 def record_on_store(database, values) -> bool:
@@ -73,7 +74,7 @@ def test_a_swept_worker_records_nothing_once_another_worker_holds_the_intent(
         session.commit()
     T0 = utcnow() + dt.timedelta(seconds=1)  # noqa: N806 - the test's first instant
     silent = claim_one(session_factory, T0, "worker-a")
-    sweep(session_factory, T0 + LEASE + dt.timedelta(seconds=1))
+    sweep(engine, T0 + LEASE + dt.timedelta(seconds=1))
     current = claim_one(session_factory, T0 + LEASE + dt.timedelta(seconds=2), "worker-b")
     assert current.lease_token != silent.lease_token
 
