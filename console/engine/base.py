@@ -28,7 +28,7 @@ class Engine(Protocol):
     async def in_transaction(self, work: Callable[[Session], T]) -> T:
         """Run `work` with a session of its own and return what it returns; the session
         is closed after it, rolling back what `work` did not commit. The claim, the
-        heartbeat and what follows a record run here."""
+        matching of early provider events and what follows a record run here."""
 
     def lock_due(
         self, session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
@@ -58,6 +58,10 @@ class Engine(Protocol):
         """Give back claims that never reached the transport, each due again at the time
         paired with it: ``pending``, its attempt deleted and not counted; committed. How
         many went back (one whose lease was lost stays as it is)."""
+
+    async def beat(self, heartbeat: dict[str, Any]) -> None:
+        """Insert or refresh a worker's heartbeat row (``heartbeats.beat_values``), marked
+        running; committed."""
 
     async def mark(self, attempt_id: int, recipient: str) -> str | None:
         """Commit that the body of `attempt_id` is about to leave: None; or, nothing marked,

@@ -113,6 +113,9 @@ class PostgresEngine(PostgresClaim):
                     settled.append((lease, decision))
             return settled
 
+    async def beat(self, heartbeat: dict[str, Any]) -> None:
+        await self._run(q.BEAT, _in_utc(heartbeat, ("started_at", "last_tick_at")), "heartbeat")
+
     async def give_back(
         self, returned: Sequence[tuple[Claim, dt.datetime]], now: dt.datetime
     ) -> int:

@@ -1,5 +1,6 @@
 """The send path's statements on PostgreSQL that run on psycopg itself, as plain SQL with
-named parameters: the per-message mark and record, the sweep and the give-back.
+named parameters: the per-message mark and record, the sweep, the give-back and the
+heartbeat.
 
 psycopg prepares each on a connection once it has run a few times (``prepare_threshold``)
 and adapts the values; the casts name each parameter's type for that plan. Every lease
@@ -115,4 +116,13 @@ WITH released AS (
 DELETE FROM email_attempt
 WHERE id = %(b_attempt_id)s::bigint AND EXISTS (SELECT 1 FROM released)
 RETURNING id
+"""
+
+# A worker that ticks runs: its row inserted or refreshed, no longer stopped.
+BEAT = """
+INSERT INTO worker_heartbeat (worker_id, host, pid, started_at, last_tick_at, version)
+VALUES (%(worker_id)s::varchar, %(host)s::varchar, %(pid)s::integer,
+        %(started_at)s::timestamptz, %(last_tick_at)s::timestamptz, %(version)s::varchar)
+ON CONFLICT (worker_id) DO UPDATE
+SET last_tick_at = excluded.last_tick_at, version = excluded.version, stopped_at = NULL
 """

@@ -28,7 +28,7 @@ from console.core.lifecycle import Decision
 from console.engine.base import SUPPRESSED, SWEPT, Judge, T
 from console.engine.record_batches import RecordBatches
 from console.engine.sqlite_prepared import commit, prepared
-from console.store import claims, suppressions
+from console.store import claims, heartbeats, suppressions
 from console.store import statements as s
 from console.store.claims import FIRST_TRY, NOW, RETRY, Claim, ExpiredLease
 from console.store.database import make_session_factory
@@ -146,6 +146,11 @@ class SqliteEngine:
             settled = claims.settle_expired_leases(session, leases, judge, now)
             session.commit()
             return settled
+
+    async def beat(self, heartbeat: dict[str, Any]) -> None:
+        with self._sessions() as session:
+            session.execute(heartbeats.BEAT, heartbeat)
+            session.commit()
 
     async def give_back(
         self, returned: Sequence[tuple[Claim, dt.datetime]], now: dt.datetime

@@ -11,6 +11,7 @@ import dataclasses
 import datetime as dt
 import functools
 from importlib import metadata
+from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -18,7 +19,7 @@ from sqlalchemy.orm import Session
 from console.state_tables import WorkerHeartbeat
 from console.store.sql_helpers import insert_on_conflict
 
-_BEAT = insert_on_conflict(  # a worker that ticks runs: no longer stopped
+BEAT = insert_on_conflict(  # a worker that ticks runs: no longer stopped
     WorkerHeartbeat.__table__,
     ["worker_id", "host", "pid", "started_at", "last_tick_at", "version"],
     "worker_id",
@@ -54,16 +55,24 @@ def beat(
     `version` defaults to this process's product version; a worker upgraded in
     place writes its new version with its next tick.
     """
-    version = (version or product_version())[:VERSION_LONGEST]
-    values = dict(
+    values = beat_values(worker_id, host=host, pid=pid, started_at=started_at, now=now)
+    if version:
+        values["version"] = version[:VERSION_LONGEST]
+    session.execute(BEAT, values)
+
+
+def beat_values(
+    worker_id: str, *, host: str, pid: int, started_at: dt.datetime, now: dt.datetime
+) -> dict[str, Any]:
+    """The heartbeat row of a worker that ticks at `now`, with this process's version."""
+    return dict(
         worker_id=worker_id,
         host=host,
         pid=pid,
         started_at=started_at,
         last_tick_at=now,
-        version=version,
+        version=product_version()[:VERSION_LONGEST],
     )
-    session.execute(_BEAT, values)
 
 
 def record_stop(session: Session, *, worker_id: str, now: dt.datetime) -> None:

@@ -296,24 +296,20 @@ async def housekeeping(
     decisions: SendDecisions,
     now: dt.datetime,
 ) -> list[tuple[ExpiredLease, Decision]]:
-    """Settle the leases of silent workers as decided; beat and match waiting events, in
-    a transaction of their own; each committed. The leases taken back."""
+    """Beat, settle the leases of silent workers as decided, match provider events that
+    came before their id; each committed. The leases taken back."""
+    heartbeat = heartbeats.beat_values(
+        worker_id, host=socket.gethostname(), pid=os.getpid(), started_at=started_at, now=now
+    )
+    await engine.beat(heartbeat)
     swept = await engine.sweep(now, decisions.at_lease_expiry)
-
-    def beat_and_match(session: Session) -> None:
-        heartbeats.beat(
-            session,
-            worker_id=worker_id,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            started_at=started_at,
-            now=now,
-        )
-        match_unmatched_events(session, now=now)  # provider events that came before their id
-        session.commit()
-
-    await engine.in_transaction(beat_and_match)
+    await engine.in_transaction(lambda session: _match_waiting_events(session, now))
     return swept
+
+
+def _match_waiting_events(session: Session, now: dt.datetime) -> None:
+    match_unmatched_events(session, now=now)
+    session.commit()
 
 
 def record_clean_stop(

@@ -1,5 +1,6 @@
 """The send loop's queries called directly, without the worker: claims (T1), the compare-and-set
-record (T2) and the lease sweep, on SQLite and PostgreSQL; SKIP LOCKED on PostgreSQL only.
+record (T2), the lease sweep, the give-back and the heartbeat, on SQLite and PostgreSQL;
+SKIP LOCKED on PostgreSQL only.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.core.send_result import SendResult
 from console.models import Attempt, Suppression
-from console.store import claims, records
+from console.state_tables import WorkerHeartbeat
+from console.store import claims, heartbeats, records
 from console.vocabulary import (
     ACCEPTED,
     AMBIGUOUS,
@@ -364,3 +366,22 @@ def test_a_sweep_that_fails_commits_nothing(engine, session_factory, session):
         intent, [attempt] = load(session_factory, intent_id)
         assert (intent.status, intent.lease_token) == (SENDING, claim.lease_token)
         assert attempt.finished_at is None and attempt.outcome is None
+
+
+def test_the_beat_inserts_a_workers_row_then_refreshes_it_and_clears_its_stop(engine, session):
+    def beat(now):
+        values = heartbeats.beat_values(WORKER_ID, host="mail-1", pid=42, started_at=T0, now=now)
+        on_engine(engine, lambda each: each.beat(values))
+
+    beat(T0)
+    session.execute(
+        update(WorkerHeartbeat).where(WorkerHeartbeat.worker_id == WORKER_ID).values(stopped_at=T0)
+    )
+    session.commit()
+    beat(T0 + seconds(5))
+
+    session.expire_all()
+    row = session.get(WorkerHeartbeat, WORKER_ID)
+    assert (row.host, row.pid, row.stopped_at) == ("mail-1", 42, None)
+    assert (row.started_at, row.last_tick_at) == (T0, T0 + seconds(5))
+    assert row.version == heartbeats.product_version()
