@@ -8,6 +8,8 @@ from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.orm import Session
 
+from console.core.breaker import BreakerState
+from console.core.domain_backoff import Deferral
 from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.store.claims import Claim, ExpiredLease
@@ -27,8 +29,8 @@ class Engine(Protocol):
 
     async def in_transaction(self, work: Callable[[Session], T]) -> T:
         """Run `work` with a session of its own and return what it returns; the session
-        is closed after it, rolling back what `work` did not commit. The claim, the
-        matching of early provider events and what follows a record run here."""
+        is closed after it, rolling back what `work` did not commit. The claim and the
+        matching of early provider events run here."""
 
     def lock_due(
         self, session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
@@ -62,6 +64,48 @@ class Engine(Protocol):
     async def beat(self, heartbeat: dict[str, Any]) -> None:
         """Insert or refresh a worker's heartbeat row (``heartbeats.beat_values``), marked
         running; committed."""
+
+    async def read_breakers(self) -> dict[str, BreakerState]:
+        """Every lane's breaker as stored (closed for a lane with no row yet)."""
+
+    async def move_breaker(
+        self,
+        lane: str,
+        seen: BreakerState,
+        new: BreakerState,
+        now: dt.datetime,
+        owner: str | None = None,
+    ) -> bool:
+        """Store `new` for `lane` only if it still holds `seen` (compare-and-set: another
+        worker may have moved it first); committed. Whether this call moved it."""
+
+    async def defer_domain(self, deferral: Deferral, code: int | None, now: dt.datetime) -> int:
+        """Store the domain's deferral for every worker (one stored already that ends later
+        keeps its end; those over by `now` deleted) and move the domain's pending intents
+        due before its end to its end; committed. How many intents moved."""
+
+    async def halve_rate(self, now: float) -> bool:
+        """The provider throttled a send: halve the shared rate, at most once a second;
+        committed. Whether this call halved it."""
+
+    async def suppress_refused_mailbox(
+        self, recipient: str, reply: str, attempt_id: int, now: dt.datetime
+    ) -> bool:
+        """Put a mailbox the relay called unknown in `reply` on the list, naming the
+        attempt; committed. False when it was there already."""
+
+    async def fire_alert(
+        self, key: str, summary: str, details: dict[str, Any], now: dt.datetime
+    ) -> bool:
+        """Mark condition `key` firing unless it fires already; committed. Whether this
+        call fired it."""
+
+    async def hold_refused(
+        self, claim: Claim, due_at: dt.datetime, reason: str, now: dt.datetime
+    ) -> bool:
+        """The relay refused the session: the intent waits, ``pending`` until `due_at`,
+        uncharged (its attempt deleted), saying why; only while this lease holds it;
+        committed. False for a lost lease: nothing changed."""
 
     async def mark(self, attempt_id: int, recipient: str) -> str | None:
         """Commit that the body of `attempt_id` is about to leave: None; or, nothing marked,

@@ -46,6 +46,7 @@ from console.core.outcomes import Classification
 from console.engine import postgres_sql as q
 from console.engine.base import SUPPRESSED, SWEPT, Judge, T
 from console.engine.postgres_claim import PostgresClaim
+from console.engine.postgres_follow_ups import PostgresFollowUps
 from console.engine.record_batches import RecordBatches
 from console.store import suppressions
 from console.store.claims import SWEEP_BATCH_SIZE, Claim, ExpiredLease
@@ -61,9 +62,10 @@ TRANSACTIONS = 4
 _TIMES = ("b_now", "b_next_attempt_at", "b_submitted_at")
 
 
-class PostgresEngine(PostgresClaim):
+class PostgresEngine(PostgresClaim, PostgresFollowUps):
     """``Engine`` on PostgreSQL: one pool of psycopg's async connections for the
-    transactions (the claim's steps: ``PostgresClaim``), the marks and the records."""
+    transactions (the claim's steps: ``PostgresClaim``), the marks, the records and what
+    follows them (``PostgresFollowUps``)."""
 
     def __init__(self, engine: Engine, connections: int = 1) -> None:
         self._connect_arguments = connect_arguments(engine)

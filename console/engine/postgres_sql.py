@@ -1,6 +1,7 @@
 """The send path's statements on PostgreSQL that run on psycopg itself, as plain SQL with
-named parameters: the per-message mark and record, the sweep, the give-back and the
-heartbeat.
+named parameters: the per-message mark and record, the sweep, the give-back, the
+heartbeat and the writes an outcome calls for (the breaker, a domain's deferral, the shared
+rate, a refused mailbox's suppression, an alert, a refused session's hold).
 
 psycopg prepares each on a connection once it has run a few times (``prepare_threshold``)
 and adapts the values; the casts name each parameter's type for that plan. Every lease
@@ -125,4 +126,104 @@ VALUES (%(worker_id)s::varchar, %(host)s::varchar, %(pid)s::integer,
         %(started_at)s::timestamptz, %(last_tick_at)s::timestamptz, %(version)s::varchar)
 ON CONFLICT (worker_id) DO UPDATE
 SET last_tick_at = excluded.last_tick_at, version = excluded.version, stopped_at = NULL
+"""
+
+# A refused session: the intent waits, uncharged, only while this lease holds it, saying
+# why; its attempt deleted.
+HOLD_REFUSED = """
+WITH held AS (
+  UPDATE email_intent SET
+    status = 'pending',
+    status_reason = %(b_reason)s::varchar,
+    lease_token = NULL,
+    lease_expires_at = NULL,
+    attempt_count = attempt_count - 1,
+    next_attempt_at = %(b_due_at)s::timestamptz,
+    updated_at = %(b_now)s::timestamptz
+  WHERE id = %(b_id)s::bigint
+    AND status IS NOT DISTINCT FROM 'sending'
+    AND lease_token IS NOT DISTINCT FROM %(b_token)s::varchar
+  RETURNING id)
+DELETE FROM email_attempt
+WHERE id = %(b_attempt_id)s::bigint AND EXISTS (SELECT 1 FROM held)
+RETURNING id
+"""
+
+READ_BREAKERS = "SELECT lane, state, trips, failure_rate, opened_at, resume_at FROM lane_breaker"
+
+_BREAKER_VALUES = """%(state)s::varchar, %(trips)s::integer, %(failure_rate)s::float8,
+  %(opened_at)s::timestamptz, %(resume_at)s::timestamptz, %(probe_owner)s::varchar,
+  %(updated_at)s::timestamptz"""
+
+# A lane's first breaker row, unless another worker wrote it first.
+INSERT_BREAKER_IF_ABSENT = f"""
+INSERT INTO lane_breaker
+  (lane, state, trips, failure_rate, opened_at, resume_at, probe_owner, updated_at)
+VALUES (%(lane)s::varchar, {_BREAKER_VALUES})
+ON CONFLICT (lane) DO NOTHING
+RETURNING lane
+"""
+
+# The breaker moves only from the state this worker saw (compare-and-set).
+MOVE_BREAKER = f"""
+UPDATE lane_breaker
+SET (state, trips, failure_rate, opened_at, resume_at, probe_owner, updated_at) =
+  ({_BREAKER_VALUES})
+WHERE lane = %(lane)s::varchar
+  AND state = %(seen_state)s::varchar AND trips = %(seen_trips)s::integer
+"""
+
+DELETE_EXPIRED_DEFERRALS = """
+DELETE FROM domain_deferral WHERE deferred_until <= %(now)s::timestamptz
+"""
+
+# A domain's deferral for every worker; one stored already that ends later keeps its end.
+STORE_DEFERRAL = """
+INSERT INTO domain_deferral (domain, deferred_until, reply_code, updated_at)
+VALUES (%(domain)s::varchar, %(until)s::timestamptz, %(code)s::integer, %(now)s::timestamptz)
+ON CONFLICT (domain) DO UPDATE SET
+  deferred_until = GREATEST(excluded.deferred_until, domain_deferral.deferred_until),
+  reply_code = excluded.reply_code,
+  updated_at = excluded.updated_at
+"""
+
+# The domain's pending intents due before the deferral ends wait until it ends.
+DEFER_DOMAINS_INTENTS = """
+UPDATE email_intent SET next_attempt_at = %(until)s::timestamptz
+WHERE status = 'pending' AND next_attempt_at < %(until)s::timestamptz
+  AND recipient LIKE %(pattern)s::varchar ESCAPE '\\'
+"""
+
+# The provider throttled a send: the shared rate halves (``console.core.token_bucket``'s
+# arithmetic: the factor first recovered to now), at most once every `every` seconds.
+HALVE_RATE = """
+UPDATE send_budget SET
+  factor = GREATEST(%(min_factor)s::float8, LEAST(1.0, factor + %(step_fraction)s::float8
+    * GREATEST(0, FLOOR((%(now)s::float8 - slowed_at - %(hold)s::float8) / %(step)s::float8)
+               + 1)) / 2),
+  slowed_at = %(now)s::float8, tokens = 0, refilled_at = %(now)s::float8
+WHERE name = %(name)s::varchar AND %(now)s::float8 - slowed_at >= %(every)s::float8
+"""
+
+# A mailbox the relay called unknown goes on the list, unless it is there already.
+SUPPRESS_REFUSED_MAILBOX = """
+INSERT INTO suppression (recipient, reason, note, source_attempt_id, created_by, created_at)
+VALUES (%(recipient)s::varchar, %(reason)s::varchar, %(note)s::varchar,
+        %(source_attempt_id)s::bigint, %(created_by)s::varchar, %(created_at)s::timestamptz)
+ON CONFLICT (recipient) DO NOTHING
+RETURNING id
+"""
+
+# A condition fires unless it fires already: one row when this call fired it.
+FIRE_ALERT = """
+INSERT INTO alert_state
+  (condition, active, summary, details, fired_at, cleared_at, webhook_due, webhook_claimed_at)
+VALUES (%(condition)s::varchar, true, %(summary)s::text, %(details)s::json,
+        %(fired_at)s::timestamptz, NULL, %(webhook_due)s::varchar, NULL)
+ON CONFLICT (condition) DO UPDATE SET
+  active = true, summary = excluded.summary, details = excluded.details,
+  fired_at = excluded.fired_at, cleared_at = NULL, webhook_due = excluded.webhook_due,
+  webhook_claimed_at = NULL
+WHERE NOT alert_state.active
+RETURNING condition
 """

@@ -1,8 +1,9 @@
 """The engine on SQLite: every statement in the event loop's thread, on SQLAlchemy.
 
 SQLite is a file in this process: a write is local work, not a round trip, and a thread
-would only contend for the GIL with the event loop. The claim, the sweep, the give-back
-and the heartbeat run in a ``Session``, on the steps of ``console.store.claims``; the
+would only contend for the GIL with the event loop. The claim, the sweep, the give-back,
+the heartbeat and the writes an outcome calls for run in a ``Session``, on the store's
+steps (``console.store.claims``, ``send_guards``, ``send_budget``...); the
 marks and records on one connection kept for the batch, their statements compiled once
 and run on the driver's cursor (``sqlite_prepared.Prepared``).
 Each mark is committed alone, before its body; the records waiting together are written
@@ -24,11 +25,21 @@ from sqlalchemy import Connection, Engine, Integer, bindparam, literal, select, 
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
+from console.core.breaker import BreakerState
+from console.core.domain_backoff import Deferral
 from console.core.lifecycle import Decision
 from console.engine.base import SUPPRESSED, SWEPT, Judge, T
 from console.engine.record_batches import RecordBatches
 from console.engine.sqlite_prepared import commit, prepared
-from console.store import claims, heartbeats, suppressions
+from console.store import (
+    alerts,
+    claims,
+    heartbeats,
+    records,
+    send_budget,
+    send_guards,
+    suppressions,
+)
 from console.store import statements as s
 from console.store.claims import FIRST_TRY, NOW, RETRY, Claim, ExpiredLease
 from console.store.database import make_session_factory
@@ -148,17 +159,76 @@ class SqliteEngine:
             return settled
 
     async def beat(self, heartbeat: dict[str, Any]) -> None:
-        with self._sessions() as session:
-            session.execute(heartbeats.BEAT, heartbeat)
-            session.commit()
+        self._committed(lambda session: session.execute(heartbeats.BEAT, heartbeat))
 
     async def give_back(
         self, returned: Sequence[tuple[Claim, dt.datetime]], now: dt.datetime
     ) -> int:
+        return self._committed(lambda session: claims.release(session, returned, now))
+
+    async def read_breakers(self) -> dict[str, BreakerState]:
         with self._sessions() as session:
-            released = claims.release(session, returned, now)
+            return send_guards.read_breakers(session)
+
+    async def move_breaker(
+        self,
+        lane: str,
+        seen: BreakerState,
+        new: BreakerState,
+        now: dt.datetime,
+        owner: str | None = None,
+    ) -> bool:
+        return self._committed(
+            lambda session: send_guards.write_breaker_state(
+                session, SQL, lane, seen, new, now, owner
+            )
+        )
+
+    async def defer_domain(self, deferral: Deferral, code: int | None, now: dt.datetime) -> int:
+        return self._committed(
+            lambda session: send_guards.defer_domain(session, SQL, deferral, code, now)
+        )
+
+    async def halve_rate(self, now: float) -> bool:
+        return self._committed(
+            lambda session: send_budget.halve_rate(session.connection(), SQL, now)
+        )
+
+    async def suppress_refused_mailbox(
+        self, recipient: str, reply: str, attempt_id: int, now: dt.datetime
+    ) -> bool:
+        return self._committed(
+            lambda session: suppressions.suppress_refused_mailbox(
+                session.connection(),
+                recipient=recipient,
+                reply=reply,
+                attempt_id=attempt_id,
+                now=now,
+            )
+        )
+
+    async def fire_alert(
+        self, key: str, summary: str, details: dict[str, Any], now: dt.datetime
+    ) -> bool:
+        return self._committed(
+            lambda session: alerts.mark_alert_firing(session, key, summary, details, now)
+        )
+
+    async def hold_refused(
+        self, claim: Claim, due_at: dt.datetime, reason: str, now: dt.datetime
+    ) -> bool:
+        return self._committed(
+            lambda session: records.release_refused(
+                session.connection(), claim, now, due_at, reason
+            )
+        )
+
+    def _committed(self, write: Callable[[Session], T]) -> T:
+        """What `write` returns, run in a session of its own and committed."""
+        with self._sessions() as session:
+            written = write(session)
             session.commit()
-            return released
+            return written
 
     async def mark(self, attempt_id: int, recipient: str) -> str | None:
         connection = self._writer()

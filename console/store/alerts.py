@@ -113,15 +113,7 @@ def mark_alert_firing(
     session: Session, key: str, summary: str, details: dict[str, Any], now: dt.datetime
 ) -> bool:
     """Mark condition `key` active unless it already is; return whether this call did it."""
-    values = dict(
-        active=True,
-        summary=summary,
-        details=details,
-        fired_at=now,
-        cleared_at=None,
-        webhook_due=FIRING,
-        webhook_claimed_at=None,
-    )
+    values = firing_values(summary, details, now)
     if _insert_ignoring_conflict(session, dict(condition=key, **values)):
         return True
     flipped = session.execute(
@@ -130,6 +122,19 @@ def mark_alert_firing(
         .values(**values)
     ).rowcount
     return flipped == 1
+
+
+def firing_values(summary: str, details: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
+    """An alert's row as it fires at `now` (its condition aside)."""
+    return dict(
+        active=True,
+        summary=summary,
+        details=details,
+        fired_at=now,
+        cleared_at=None,
+        webhook_due=FIRING,
+        webhook_claimed_at=None,
+    )
 
 
 def _insert_ignoring_conflict(session: Session, values: dict[str, Any]) -> bool:

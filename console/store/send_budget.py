@@ -119,7 +119,12 @@ def lock_budget(session: Session, now: float) -> None:
 def halve_rate(connection: Connection, sql: SqlKit, now: float) -> bool:
     """The provider throttled a send: halve the shared rate (at most once a second); the
     caller commits. `sql`: the database's spelling (its engine's ``sql``)."""
-    values = dict(
+    return connection.execute(_halve_statement(sql), halving_values(now)).rowcount == 1
+
+
+def halving_values(now: float) -> dict[str, float | str]:
+    """What the statement that halves the rate at `now` binds."""
+    return dict(
         name=BUCKET,
         now=now,
         min_factor=tb.MIN_FACTOR,
@@ -128,7 +133,6 @@ def halve_rate(connection: Connection, sql: SqlKit, now: float) -> bool:
         step=tb.STEP_SECONDS,
         step_fraction=tb.STEP_FRACTION,
     )
-    return connection.execute(_halve_statement(sql), values).rowcount == 1
 
 
 def read_bucket(session: Session) -> tb.Bucket | None:

@@ -23,14 +23,9 @@ _LIKE_SPECIALS = str.maketrans({"%": r"\%", "_": r"\_", "\\": r"\\"})
 
 def read_breakers(session: Session) -> dict[str, BreakerState]:
     """Return every lane's breaker state (closed when the lane has no row yet)."""
-    rows = {row.lane: row for row in session.execute(select(LaneBreaker)).scalars()}
-    return {lane: _state_of(rows.get(lane)) for lane in LANES}
-
-
-def _state_of(row: LaneBreaker | None) -> BreakerState:
-    if row is None:
-        return BreakerState()
-    return BreakerState(row.state, row.trips, row.failure_rate, row.opened_at, row.resume_at)
+    b = LaneBreaker
+    query = select(b.lane, b.state, b.trips, b.failure_rate, b.opened_at, b.resume_at)
+    return stored_breakers(session.execute(query))
 
 
 def write_breaker_state(
@@ -44,15 +39,7 @@ def write_breaker_state(
 ) -> bool:
     """Move `lane` from `expected` to `new` unless another worker moved it first (`sql`: the
     database's spelling, its engine's ``sql``)."""
-    values = dict(
-        state=new.state,
-        trips=new.trips,
-        failure_rate=new.failure_rate,
-        opened_at=new.opened_at,
-        resume_at=new.resume_at,
-        probe_owner=owner,
-        updated_at=now,
-    )
+    values = breaker_values(new, now, owner)
     if expected.state == CLOSED and expected.trips == 0:
         if _insert_breaker_if_absent(session, sql, lane, values):
             return True
@@ -66,6 +53,28 @@ def write_breaker_state(
         .values(**values)
     ).rowcount
     return moved == 1
+
+
+def breaker_values(
+    new: BreakerState, now: dt.datetime, owner: str | None = None
+) -> dict[str, object]:
+    """A lane breaker's row in state `new` (a probe's `owner`), written at `now`."""
+    return dict(
+        state=new.state,
+        trips=new.trips,
+        failure_rate=new.failure_rate,
+        opened_at=new.opened_at,
+        resume_at=new.resume_at,
+        probe_owner=owner,
+        updated_at=now,
+    )
+
+
+def stored_breakers(rows) -> dict[str, BreakerState]:
+    """Every lane's breaker from its stored `rows` (lane, state, trips, failure rate,
+    opened at, resume at); closed when the lane has none."""
+    states = {row[0]: BreakerState(*row[1:]) for row in rows}
+    return {lane: states.get(lane, BreakerState()) for lane in LANES}
 
 
 def _insert_breaker_if_absent(session: Session, sql: SqlKit, lane: str, values: dict) -> bool:
@@ -99,7 +108,7 @@ def defer_domain(
             set_=dict(deferred_until=later, reply_code=code, updated_at=now),
         )
     )
-    pattern = "%@" + deferral.domain.translate(_LIKE_SPECIALS)
+    pattern = domain_pattern(deferral.domain)
     return session.execute(
         update(Intent)
         .where(
@@ -109,6 +118,11 @@ def defer_domain(
         )
         .values(next_attempt_at=deferral.until)
     ).rowcount
+
+
+def domain_pattern(domain: str) -> str:
+    """LIKE's pattern (escaped by a backslash) of the addresses at `domain`."""
+    return "%@" + domain.translate(_LIKE_SPECIALS)
 
 
 def active_deferrals(session: Session, now: dt.datetime) -> list[DomainDeferral]:

@@ -236,7 +236,15 @@ def suppress_refused_mailbox(
 
     The caller commits. False when already suppressed.
     """
-    values = dict(
+    values = refused_mailbox_values(recipient, reply, attempt_id, now)
+    return connection.execute(_SUPPRESS_REFUSED, values).first() is not None
+
+
+def refused_mailbox_values(
+    recipient: str, reply: str, attempt_id: int, now: dt.datetime
+) -> dict[str, Any]:
+    """The suppression row of a mailbox the relay refused in `reply` to `attempt_id`."""
+    return dict(
         recipient=recipient.lower()[:320],
         reason="bounce",
         note=reply[:REFUSAL_NOTE_LIMIT],
@@ -244,7 +252,6 @@ def suppress_refused_mailbox(
         created_by=REFUSED_MAILBOX_ACTOR,
         created_at=now,
     )
-    return connection.execute(_SUPPRESS_REFUSED, values).first() is not None
 
 
 def suppress_for_event(

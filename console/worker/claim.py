@@ -127,12 +127,9 @@ class SendBudget:
         if self.quota is not None:
             send_budget.count_sent(session, now.timestamp(), sum(leased_by_lane.values()))
 
-    def throttled(self, session: Session, sql: SqlKit, now: dt.datetime) -> None:
-        """The provider said we send too fast: halve the shared rate (`sql`: the engine's);
-        commit."""
-        halved = send_budget.halve_rate(session.connection(), sql, now.timestamp())
-        session.commit()
-        if halved:
+    async def throttled(self, engine: Engine, now: dt.datetime) -> None:
+        """The provider said we send too fast: halve the shared rate; committed."""
+        if await engine.halve_rate(now.timestamp()):
             log.warning("send rate halved: the provider throttled a send")
 
 

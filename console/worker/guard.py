@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from sqlalchemy.orm import Session
 
@@ -32,13 +32,13 @@ from console.core.domain_backoff import (
 )
 from console.core.send_result import SendResult
 from console.core.throttle_signals import reply_of
-from console.engine import SqlKit
+from console.engine import Engine, SqlKit
 from console.store import send_guards
 from console.vocabulary import ACCEPTED, CLOSED, HALF_OPEN, LANES, OPEN
 from console.worker import reporting
 
 log = logging.getLogger(__name__)
-Write = Callable[[Session], None]  # a write after an outcome, committed on the session given
+Write = Callable[[Engine], Awaitable[None]]  # a write after an outcome, committed by the engine
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,11 +151,11 @@ class SendGuard:
             self.deferred_until[deferral.domain] = deferral.until
         return deferral
 
-    def after_outcome(self, session: Session, **outcome) -> None:
+    async def after_outcome(self, engine: Engine, **outcome) -> None:
         """Feed one recorded outcome to the breaker and store what that calls for at once
         (``writes_after``, each write committed)."""
         for write in self.writes_after(**outcome):
-            write(session)
+            await write(engine)
 
     def writes_after(
         self,
@@ -170,7 +170,7 @@ class SendGuard:
         throttled: bool = False,
     ) -> list[Write]:
         """Feed one recorded outcome to the breaker (in memory, now); return the writes it
-        calls for, each taking a session and committing: the breaker moved, the domain
+        calls for, each taking the engine and committing: the breaker moved, the domain
         deferred. Most outcomes call for none, and then no transaction is needed.
 
         `message_level`: a refusal of this message alone, never the provider's failure;
@@ -186,12 +186,11 @@ class SendGuard:
             elif not throttled:
                 writes.extend(self._count_towards_breaker(lane, outcome, code, now, message_level))
         if deferral is not None:
-            writes.append(lambda session: self._store_deferral(session, deferral, code, now))
+            writes.append(lambda engine: self._store_deferral(engine, deferral, code, now))
         return writes
 
-    def _store_deferral(self, session: Session, deferral: Deferral, code, now) -> None:
-        deferred = send_guards.defer_domain(session, self.sql, deferral, code, now)
-        session.commit()
+    async def _store_deferral(self, engine: Engine, deferral: Deferral, code, now) -> None:
+        deferred = await engine.defer_domain(deferral, code, now)
         reporting.DOMAIN_DEFERRALS.inc()
         log.warning(
             "recipient domain deferred after a run of throttling replies",
@@ -212,26 +211,28 @@ class SendGuard:
             extra={"lane": lane, "outcome": outcome, "breaker_state": settled.state},
         )
 
-        def store(session: Session) -> None:
-            if self._write_breaker(session, lane, state, settled, now):
+        async def store(engine: Engine) -> None:
+            if await self._write_breaker(engine, lane, state, settled, now):
                 self.states[lane] = settled
                 self.windows[lane].clear()
 
         return store
 
-    def trip(self, session: Session, lane: str, now: dt.datetime, code: int | None) -> dt.datetime:
-        """Open the lane's breaker at once (the relay refused the session); commit.
+    async def trip(
+        self, engine: Engine, lane: str, now: dt.datetime, code: int | None
+    ) -> dt.datetime:
+        """Open the lane's breaker at once (the relay refused the session); committed.
 
         Return when a probe may go: the rest of the lane waits until then.
         """
         self.probing.discard(lane)
         state = self.states[lane]
         opened = breaker.trip_now(state, self.policy.breaker, now)
-        if self._write_breaker(session, lane, state, opened, now):
+        if await self._write_breaker(engine, lane, state, opened, now):
             self.states[lane] = opened
             self.windows[lane].clear()
         else:  # another worker moved it first: obey what is stored
-            self.states[lane] = send_guards.read_breakers(session)[lane]
+            self.states[lane] = (await engine.read_breakers())[lane]
         log.error(
             "circuit breaker opened: the relay refused the session",
             extra={"lane": lane, "breaker_state": OPEN, "code": code},
@@ -249,8 +250,8 @@ class SendGuard:
             return []
         window.clear()
 
-        def store(session: Session) -> None:
-            if self._write_breaker(session, lane, state, opened, now):
+        async def store(engine: Engine) -> None:
+            if await self._write_breaker(engine, lane, state, opened, now):
                 self.states[lane] = opened
                 log.error(
                     "circuit breaker opened: lane paused",
@@ -264,13 +265,11 @@ class SendGuard:
 
         return [store]
 
-    def _write_breaker(
-        self, session: Session, lane: str, seen: BreakerState, new: BreakerState, now: dt.datetime
+    async def _write_breaker(
+        self, engine: Engine, lane: str, seen: BreakerState, new: BreakerState, now: dt.datetime
     ) -> bool:
         """Store `new` for `lane` if it still holds `seen`; committed before this worker's
         memory shows it. On PostgreSQL a claim may read the breakers while this write
         waits (both awaited on the event loop): a state in memory is then never newer
         than what that claim's read can see (``lane_limits``)."""
-        written = send_guards.write_breaker_state(session, self.sql, lane, seen, new, now)
-        session.commit()
-        return written
+        return await engine.move_breaker(lane, seen, new, now)

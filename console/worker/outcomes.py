@@ -8,10 +8,9 @@ reply, and raise the alerts that name the relay's reply. A refusal of the sessio
 opens at once, the intent waits uncharged, an operator is told.
 
 The breaker's window is fed in memory at once; what the outcome calls for writing (the
-breaker's state, the shared rate, a suppression, an alert) runs in one transaction of
-the engine (``Engine.in_transaction``), awaited like the record, so on PostgreSQL the
-other sends go on while it waits for the database. Most outcomes call for no write, and
-then no transaction is opened.
+breaker's state, a domain's deferral, the shared rate, a suppression, an alert) is one
+engine operation each, committed, awaited like the record, so on PostgreSQL the other
+sends go on while it waits for the database. Most outcomes call for no write.
 
 The alerts the worker raises itself: ``relay_refused:<lane>`` (the relay refused our
 session, sender or credentials: the lane's breaker is open and its intents wait; it
@@ -28,13 +27,11 @@ import datetime as dt
 import logging
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from console.core.blame import THROTTLING
 from console.core.classify import SMTPUTF8_NOT_OFFERED
 from console.core.rejections import refuses_the_mailbox
-from console.engine import Engine, SqlKit
-from console.store import alerts, records, suppressions
+from console.engine import Engine
+from console.store import records
 from console.vocabulary import CLAIMED
 from console.words import worker_alerts
 from console.worker.claim import SendBudget
@@ -50,23 +47,23 @@ SMTPUTF8_MISSING = "smtputf8_missing"
 _REPLY_CHARS = 300
 
 
-def raise_relay_refused(
-    session: Session, *, lane: str, reply: str, reason: str, now: dt.datetime
+async def raise_relay_refused(
+    engine: Engine, *, lane: str, reply: str, reason: str, now: dt.datetime
 ) -> bool:
     """Fire ``relay_refused:<lane>`` naming `reply`; return whether this call fired it."""
     summary = worker_alerts.relay_refused(lane, reply[:_REPLY_CHARS])
     details = {"lane": lane, "reply": reply[:_REPLY_CHARS], "reason": reason[:_REPLY_CHARS]}
-    return _fire(session, f"{RELAY_REFUSED}:{lane}", summary, details, now)
+    return await _fire(engine, f"{RELAY_REFUSED}:{lane}", summary, details, now)
 
 
-def raise_smtputf8_missing(session: Session, *, relay: str, now: dt.datetime) -> bool:
+async def raise_smtputf8_missing(engine: Engine, *, relay: str, now: dt.datetime) -> bool:
     """Fire ``smtputf8_missing:<relay>``; return whether this call fired it."""
     summary = worker_alerts.smtputf8_missing(relay)
-    return _fire(session, f"{SMTPUTF8_MISSING}:{relay}", summary, {"relay": relay}, now)
+    return await _fire(engine, f"{SMTPUTF8_MISSING}:{relay}", summary, {"relay": relay}, now)
 
 
-def _fire(session: Session, key: str, summary: str, details: dict[str, Any], now) -> bool:
-    fired = alerts.mark_alert_firing(session, key, summary, details, now)
+async def _fire(engine: Engine, key: str, summary: str, details: dict[str, Any], now) -> bool:
+    fired = await engine.fire_alert(key, summary, details, now)
     if fired:
         log.error(summary, extra={"condition": key, "stage": "alert"})
     return fired
@@ -87,34 +84,33 @@ class OutcomeWriter:
         self.relay = relay
         self.budget = budget
 
-    async def write(self, store: Engine, outcome: FinishedAttempt) -> bool:
-        """Record `outcome` on `store`, then what it calls for; False when this worker's
-        lease was lost (a stale write). A refused session is held instead."""
+    async def write(self, engine: Engine, outcome: FinishedAttempt) -> bool:
+        """Record `outcome` on `engine`, then what it calls for, each write committed;
+        False when this worker's lease was lost (a stale write). A refused session is
+        held instead."""
         if outcome.classification.blames_session:
-            released: set[int] = set()
-            hold = self._hold_after_session_refusal(outcome, released)
-            await store.in_transaction(hold)
-            return outcome.claim.attempt_id in released
-        if not await store.record(_values(outcome)):
+            return await self._hold_after_session_refusal(engine, outcome)
+        if not await engine.record(_values(outcome)):
             return False
-        writes = self._writes_after(outcome, store.sql)
-        if writes:  # most outcomes call for none: no transaction then
-            await store.in_transaction(lambda session: _write_each(writes, session))
+        for write in self._writes_after(outcome):  # most outcomes call for none
+            await write(engine)
         return True
 
-    def _writes_after(self, outcome: FinishedAttempt, sql: SqlKit) -> list[Write]:
+    def _writes_after(self, outcome: FinishedAttempt) -> list[Write]:
         """What a recorded outcome calls for beyond its record: the breaker fed now, in
-        memory; the writes returned, each committing (`sql`: the engine's)."""
+        memory; the writes returned, each committing."""
         claim, result, classification = outcome.claim, outcome.result, outcome.classification
         throttled = classification.blamed == THROTTLING
         writes: list[Write] = []
         if throttled and self.budget and self.budget.rate is not None:
             # every worker slows down: the shared rate halves
-            writes.append(lambda session: self.budget.throttled(session, sql, outcome.now))
+            writes.append(lambda engine: self.budget.throttled(engine, outcome.now))
         if self.settings.suppress_refused_mailboxes and refuses_the_mailbox(result, classification):
-            writes.append(lambda session: _suppress_refused_mailbox(session, outcome))
+            writes.append(lambda engine: _suppress_refused_mailbox(engine, outcome))
         if result.error_type == SMTPUTF8_NOT_OFFERED:
-            writes.append(lambda session: self._raise_smtputf8_missing(session, outcome.now))
+            writes.append(
+                lambda engine: raise_smtputf8_missing(engine, relay=self.relay, now=outcome.now)
+            )
         if self.guard:
             writes += self.guard.writes_after(
                 lane=claim.intent.lane,
@@ -128,47 +124,30 @@ class OutcomeWriter:
             )
         return writes
 
-    def _raise_smtputf8_missing(self, session: Session, now) -> None:
-        raise_smtputf8_missing(session, relay=self.relay, now=now)
-        session.commit()
-
-    def _hold_after_session_refusal(self, outcome: FinishedAttempt, released: set[int]) -> Write:
-        """Open the lane's breaker, give the intent back uncharged (its attempt id then
-        into `released`), raise the alert."""
-
-        def hold(session: Session) -> None:
-            claim, result, now = outcome.claim, outcome.result, outcome.now
-            lane = claim.intent.lane
-            reply = f"{result.code} {result.reply_text or ''}".strip()
-            due_at = outcome.decision.next_attempt_at or now
-            if self.guard:
-                due_at = max(due_at, self.guard.trip(session, lane, now, result.code))
-            reason = outcome.decision.reason or reply
-            if records.release_refused(session.connection(), claim, now, due_at, reason):
-                released.add(claim.attempt_id)
-            raise_relay_refused(
-                session, lane=lane, reply=reply, reason=outcome.classification.reason, now=now
-            )
-            session.commit()
-
-        return hold
+    async def _hold_after_session_refusal(self, engine: Engine, outcome: FinishedAttempt) -> bool:
+        """Open the lane's breaker, give the intent back uncharged, raise the alert; whether
+        the intent went back (False: this worker's lease was lost)."""
+        claim, result, now = outcome.claim, outcome.result, outcome.now
+        lane = claim.intent.lane
+        reply = f"{result.code} {result.reply_text or ''}".strip()
+        due_at = outcome.decision.next_attempt_at or now
+        if self.guard:
+            due_at = max(due_at, await self.guard.trip(engine, lane, now, result.code))
+        held = await engine.hold_refused(claim, due_at, outcome.decision.reason or reply, now)
+        await raise_relay_refused(
+            engine, lane=lane, reply=reply, reason=outcome.classification.reason, now=now
+        )
+        return held
 
 
-def _write_each(writes: list[Write], session: Session) -> None:
-    for write in writes:
-        write(session)
-
-
-def _suppress_refused_mailbox(session: Session, outcome: FinishedAttempt) -> None:
+async def _suppress_refused_mailbox(engine: Engine, outcome: FinishedAttempt) -> None:
     claim, result = outcome.claim, outcome.result
-    suppressions.suppress_refused_mailbox(
-        session.connection(),
-        recipient=claim.intent.recipient,
-        reply=f"{result.code} {result.reply_text or ''}".strip(),
-        attempt_id=claim.attempt_id,
-        now=outcome.now,
+    await engine.suppress_refused_mailbox(
+        claim.intent.recipient,
+        f"{result.code} {result.reply_text or ''}".strip(),
+        claim.attempt_id,
+        outcome.now,
     )
-    session.commit()
 
 
 def _values(outcome: FinishedAttempt) -> dict:

@@ -95,9 +95,9 @@ def test_held_and_deferred_mail_stays_pending(session_factory, session):
     with session_factory() as other:
         selector = holds.Selector.parse("domain", "held.example")
         holds.place_hold(other, selector, actor="ops", reason="drill", now=T0 - seconds(5))
-        deferral = Deferral("slow.example", T0 + seconds(60), 0)
-        send_guards.defer_domain(other, engine_of(other).sql, deferral, 421, T0 - seconds(5))
         other.commit()
+    deferral = Deferral("slow.example", T0 + seconds(60), 0)
+    on_engine(session.get_bind(), lambda e: e.defer_domain(deferral, 421, T0 - seconds(5)))
     assert [c.intent.id for c in claim_all(session)] == [free]
     for intent_id in (held, deferred):
         assert load(session_factory, intent_id)[0].status == PENDING
@@ -194,26 +194,40 @@ def test_the_send_budget_takes_refunds_up_to_its_burst_and_halves_as_the_core_co
         send_budget.give_back(session, policy, refund)
         bucket = tb.give_back(policy, bucket, refund)
         assert send_budget.read_bucket(session).tokens == pytest.approx(bucket.tokens)
-    assert send_budget.halve_rate(session.connection(), sql, 1002.0)
-    assert not send_budget.halve_rate(session.connection(), sql, 1002.5), "once a second"
+    session.commit()  # the engine halves the rate in a transaction of its own
+    assert on_engine(session.get_bind(), lambda e: e.halve_rate(1002.0))
+    assert not on_engine(session.get_bind(), lambda e: e.halve_rate(1002.5)), "once a second"
     bucket = tb.halve(bucket, 1002.0)
     assert send_budget.read_bucket(session) == bucket
     for now in (1002.7, 1054.0, 1055.0, 1063.0, 1079.9, 1200.0):  # half, then climbing back
         take(now, 100)
 
 
-def test_a_domain_deferral_keeps_its_later_end_and_a_breakers_first_row_is_written_once(
-    session,
+def test_a_domain_deferral_keeps_its_later_end_and_moves_the_domains_due_mail(
+    engine, session_factory, session
 ):
-    sql = engine_of(session).sql
+    at_the_domain = queue(session_factory, recipient="ada@slow.example")
+    elsewhere = queue(session_factory, recipient="bob@slow.example.org")
     for until, code in ((600, 421), (60, 451), (1200, 421)):
         deferral = Deferral("slow.example", T0 + seconds(until), 0)
-        send_guards.defer_domain(session, sql, deferral, code, T0)
-        session.expire_all()  # the upsert is a Core statement: read the row afresh
+        on_engine(engine, lambda e: e.defer_domain(deferral, code, T0))  # noqa: B023
+        session.expire_all()
         [stored] = send_guards.active_deferrals(session, T0)
         assert (stored.deferred_until, stored.reply_code) == (T0 + seconds(max(600, until)), code)
+    assert load(session_factory, at_the_domain)[0].next_attempt_at == T0 + seconds(1200)
+    assert load(session_factory, elsewhere)[0].next_attempt_at == T0 - seconds(60)
+
+
+def test_a_breaker_moves_only_from_the_state_its_worker_saw(engine):
     opened = breaker.trip_now(BreakerState(), BreakerPolicy(), T0)
-    assert send_guards.write_breaker_state(session, sql, "bulk", BreakerState(), opened, T0)
-    again = send_guards.write_breaker_state(session, sql, "bulk", BreakerState(), opened, T0)
-    assert not again, "another worker wrote it first"
-    assert send_guards.read_breakers(session)["bulk"] == opened
+
+    def move(seen, new, owner=None):
+        return on_engine(engine, lambda e: e.move_breaker("bulk", seen, new, T0, owner))
+
+    assert move(BreakerState(), opened), "the lane's first row"
+    assert not move(BreakerState(), opened), "another worker wrote it first"
+    probing = breaker.start_probe(opened, BreakerPolicy(), opened.resume_at)
+    assert move(opened, probing, owner="w2")
+    assert not move(opened, probing, owner="w3"), "the probe is taken"
+    breakers = on_engine(engine, lambda e: e.read_breakers())
+    assert breakers == {"critical": BreakerState(), "bulk": probing}

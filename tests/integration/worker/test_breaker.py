@@ -12,7 +12,7 @@ from console.store import send_guards
 from console.store.send_guards import read_breakers
 from console.vocabulary import CLOSED, HALF_OPEN, OPEN
 from console.worker.guard import GuardPolicy, SendGuard
-from tests.support.claim_steps import sql_of
+from tests.support.claim_steps import on_engine, sql_of
 
 T0 = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.UTC)
 POLICY = BreakerPolicy(window_attempts=10, failure_rate=0.5, open_seconds=30, max_open_seconds=100)
@@ -141,16 +141,17 @@ def test_window_keeps_only_the_last_outcomes():
 GUARD_POLICY = GuardPolicy(breaker=POLICY)
 
 
-def fail(guard, session, lane="bulk", count=10, outcome="transient", now=T0):
-    for _ in range(count):
-        guard.after_outcome(
-            session,
-            lane=lane,
-            outcome=outcome,
-            code=None,
-            reached_transport=True,
-            now=now,
-        )
+def fail(guard, session, lane="bulk", count=10, outcome="transient", now=T0, reached=True):
+    """Feed `count` recorded outcomes to `guard` as the worker does, on the engine of the
+    database `session` is on: the writes they call for committed."""
+
+    async def feed(engine):
+        for _ in range(count):
+            await guard.after_outcome(
+                engine, lane=lane, outcome=outcome, code=None, reached_transport=reached, now=now
+            )
+
+    on_engine(session.get_bind(), feed)
 
 
 def test_one_worker_trips_the_breaker_and_every_worker_pauses_the_lane(session_factory):
@@ -196,15 +197,7 @@ def test_render_failures_do_not_count_towards_the_breaker(session_factory):
     guard = SendGuard(GUARD_POLICY, "w1", sql_of(session_factory))
     with session_factory() as session:
         guard.lane_limits(session, T0, 50)
-        for _ in range(10):
-            guard.after_outcome(
-                session,
-                lane="bulk",
-                outcome="permanent",
-                code=None,
-                reached_transport=False,
-                now=T0,
-            )
+        fail(guard, session, count=10, outcome="permanent", reached=False)
         assert read_breakers(session)["bulk"].state == CLOSED
 
 

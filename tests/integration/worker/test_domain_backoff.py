@@ -125,7 +125,7 @@ def test_a_run_of_4yz_defers_the_domains_due_intents_in_the_database(session_fac
     from console.models import Intent, utcnow
     from console.outbox import enqueue
     from console.worker.guard import GuardPolicy, SendGuard
-    from tests.support.claim_steps import sql_of
+    from tests.support.claim_steps import on_engine, sql_of
 
     now = utcnow()
     with session_factory() as session:
@@ -149,18 +149,22 @@ def test_a_run_of_4yz_defers_the_domains_due_intents_in_the_database(session_fac
         session.commit()
 
         guard = SendGuard(GuardPolicy(domains=POLICY), "w1", sql_of(session_factory))
-        for _ in range(3):
-            refusal = SendResult(stage=ENVELOPE, code=421, reply_text="4.7.0 try later")
-            deferral = guard.note_domain_outcome("z@example.net", "transient", refusal, now)
-            guard.after_outcome(
-                session,
-                lane="critical",
-                outcome="transient",
-                code=421,
-                reached_transport=True,
-                now=now,
-                deferral=deferral,
-            )
+
+        async def three_throttled(engine):
+            for _ in range(3):
+                refusal = SendResult(stage=ENVELOPE, code=421, reply_text="4.7.0 try later")
+                deferral = guard.note_domain_outcome("z@example.net", "transient", refusal, now)
+                await guard.after_outcome(
+                    engine,
+                    lane="critical",
+                    outcome="transient",
+                    code=421,
+                    reached_transport=True,
+                    now=now,
+                    deferral=deferral,
+                )
+
+        on_engine(session.get_bind(), three_throttled)
         due = dict(session.execute(select(Intent.recipient, Intent.next_attempt_at)).all())
     deferred_until = now + dt.timedelta(seconds=60)
     assert due["a@example.net"] == deferred_until
