@@ -1,9 +1,7 @@
 """The send path's database work behind one interface, one implementation a database.
 
 The database is chosen once (``engine_for``); the worker then only calls what an
-``Engine`` offers and never asks which database it is on (the writes it shares with the
-console, the heartbeat, an alert's row and a refused mailbox's suppression, are one
-statement that both databases read alike).
+``Engine`` offers and never asks which database it is on.
 ``sqlite`` works in the event loop's thread (SQLite is a file: no round trip to wait
 for); ``postgres`` awaits psycopg's own async connections, so the other sends go on while
 PostgreSQL answers.
@@ -17,9 +15,11 @@ The claim's steps take the ``Session`` of a transaction the engine opens
 (``in_transaction``): the application's eligibility checks take one too. The shared
 steps (closing unsent intents, giving claims back, settling a swept lease) are in
 ``console.store.claims``; the steps whose SQL differs are the engine's. The store
-functions the worker calls beside them (the send budget, the breakers, the domain
-deferrals) take what their database spells its own way from the engine (``sql``, a
-``SqlKit``: its INSERT with ON CONFLICT, its LEAST and GREATEST) instead of asking.
+functions the claim calls beside them (the send budget, a breaker's probe) take what
+their database spells its own way from the engine (``sql``, a ``SqlKit``: its INSERT
+with ON CONFLICT, its LEAST and GREATEST) instead of asking. The sweep, the give-back,
+the heartbeat, the marks, the records and the writes an outcome calls for are the
+engine's own operations, each committed.
 """
 
 from __future__ import annotations

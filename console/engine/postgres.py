@@ -1,15 +1,15 @@
 """The engine on PostgreSQL: every statement awaited, the event loop sending meanwhile.
 
 Every statement runs on a connection of one ``psycopg_pool.AsyncConnectionPool`` of
-psycopg's async connections. The marks and records (a statement a message each), the sweep
-and the give-back are plain SQL (``postgres_sql``): a mark or a record alone on a
-connection in autocommit (one statement, one commit), several records, a sweep or a
-give-back in a transaction. Up to two connections a sender (its mark, and its last record
-written while its next email goes), so far from the database a mark waits for its own
-round trip, not behind the others'. psycopg prepares a statement on a connection once it
-has run there a few times, and adapts the values.
+psycopg's async connections. The marks and records (a statement a message each), the sweep,
+the give-back, the heartbeat and what follows a record (``postgres_follow_ups``) are plain
+SQL (``postgres_sql``): a statement alone on a connection in autocommit (one statement, one
+commit), several records, a sweep or a give-back in a transaction. Up to two connections
+a sender (its mark, and its last record written while its next email goes), so far from
+the database a mark waits for its own round trip, not behind the others'. psycopg prepares
+a statement on a connection once it has run there a few times, and adapts the values.
 
-The claim, the heartbeat and what follows a record still borrow a connection for a
+The claim and the matching of early provider events still borrow a connection for a
 transaction through SQLAlchemy's asyncio engine (``in_transaction``, with no pool of its
 own: the connection it closes goes back to the pool): their steps are written against a
 ``Session`` (so is the application's eligibility check), and ``AsyncSession.run_sync``
