@@ -131,6 +131,7 @@ class PostgresEngine(PostgresClaim, PostgresFollowUps):
                     b_attempt_id=claim.attempt_id,
                     b_due_at=due_at,
                     b_now=now,
+                    b_reason=None,
                 ),
                 ("b_due_at", "b_now"),
             )

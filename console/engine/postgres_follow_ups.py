@@ -93,7 +93,7 @@ class PostgresFollowUps:
             b_due_at=due_at,
             b_now=now,
         )
-        _, rows = await self._run(q.HOLD_REFUSED, _aware(values), "hold")
+        _, rows = await self._run(q.GIVE_BACK, _aware(values), "hold")
         return bool(rows)
 
 

@@ -99,12 +99,14 @@ judged AS (
 SELECT id FROM moved
 """
 
-# A claim that never reached the transport goes back, only while its lease holds it:
-# pending, due at the time given, the attempt deleted and not counted.
+# A claim that never reached the transport, or whose session the relay refused, goes back,
+# only while its lease holds it: pending, due at the time given, saying why if a reason is
+# given, the attempt deleted and not counted.
 GIVE_BACK = """
 WITH released AS (
   UPDATE email_intent SET
     status = 'pending',
+    status_reason = coalesce(%(b_reason)s::varchar, status_reason),
     lease_token = NULL,
     lease_expires_at = NULL,
     attempt_count = attempt_count - 1,
@@ -126,27 +128,6 @@ VALUES (%(worker_id)s::varchar, %(host)s::varchar, %(pid)s::integer,
         %(started_at)s::timestamptz, %(last_tick_at)s::timestamptz, %(version)s::varchar)
 ON CONFLICT (worker_id) DO UPDATE
 SET last_tick_at = excluded.last_tick_at, version = excluded.version, stopped_at = NULL
-"""
-
-# A refused session: the intent waits, uncharged, only while this lease holds it, saying
-# why; its attempt deleted.
-HOLD_REFUSED = """
-WITH held AS (
-  UPDATE email_intent SET
-    status = 'pending',
-    status_reason = %(b_reason)s::varchar,
-    lease_token = NULL,
-    lease_expires_at = NULL,
-    attempt_count = attempt_count - 1,
-    next_attempt_at = %(b_due_at)s::timestamptz,
-    updated_at = %(b_now)s::timestamptz
-  WHERE id = %(b_id)s::bigint
-    AND status IS NOT DISTINCT FROM 'sending'
-    AND lease_token IS NOT DISTINCT FROM %(b_token)s::varchar
-  RETURNING id)
-DELETE FROM email_attempt
-WHERE id = %(b_attempt_id)s::bigint AND EXISTS (SELECT 1 FROM held)
-RETURNING id
 """
 
 READ_BREAKERS = "SELECT lane, state, trips, failure_rate, opened_at, resume_at FROM lane_breaker"
