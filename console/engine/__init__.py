@@ -11,24 +11,20 @@ one; the mark commits before it returns and is refused when the recipient is sup
 or the attempt was swept; each record is a compare-and-set on its intent's lease token,
 so a stale worker changes nothing.
 
-The claim's steps take the ``Session`` of a transaction the engine opens
-(``in_transaction``): the application's eligibility checks take one too. The shared
-steps (closing unsent intents, giving claims back, settling a swept lease) are in
-``console.store.claims``; the steps whose SQL differs are the engine's. The store
-functions the claim calls beside them (the send budget, a breaker's probe) take what
-their database spells its own way from the engine (``sql``, a ``SqlKit``: its INSERT
-with ON CONFLICT, its LEAST and GREATEST) instead of asking. The sweep, the give-back,
-the heartbeat, the marks, the records and the writes an outcome calls for are the
-engine's own operations, each committed.
+The claim runs in one transaction of the engine (``claiming``), on its steps
+(``ClaimSteps``); the sweep, the give-back, the heartbeat, the marks, the records and the
+writes an outcome calls for are the engine's own operations, each committed. Only the
+application's eligibility check and the matching of early provider events take the
+store's ``Session`` (``in_session``).
 """
 
 from __future__ import annotations
 
 from sqlalchemy import Engine as DatabaseEngine
 
-from console.engine.base import SUPPRESSED, SWEPT, Engine, SqlKit
+from console.engine.base import SUPPRESSED, SWEPT, ClaimSteps, Engine
 
-__all__ = ["SUPPRESSED", "SWEPT", "Engine", "SqlKit", "engine_for"]
+__all__ = ["SUPPRESSED", "SWEPT", "ClaimSteps", "Engine", "engine_for"]
 
 
 def engine_for(database: DatabaseEngine, connections: int = 1) -> Engine:

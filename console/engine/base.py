@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.orm import Session
@@ -12,8 +13,9 @@ from console.core.breaker import BreakerState
 from console.core.domain_backoff import Deferral
 from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
+from console.core.token_bucket import BucketPolicy
 from console.store.claims import Claim, ExpiredLease
-from console.store.statements import DueIntent, SqlKit
+from console.store.statements import DueIntent
 
 T = TypeVar("T")
 
@@ -22,31 +24,72 @@ SUPPRESSED, SWEPT = "suppressed", "swept"  # why a mark was refused
 Judge = Callable[[ExpiredLease, dt.datetime], tuple[Classification, Decision]]
 
 
-class Engine(Protocol):
-    """What the send path asks of the database."""
+class ClaimSteps(Protocol):
+    """The steps of one claim (T1), all in the transaction of ``Engine.claiming``."""
 
-    sql: SqlKit  # how this database spells what the store's shared statements leave open
+    async def read_breakers(self) -> dict[str, BreakerState]:
+        """Every lane's breaker as stored (closed for a lane with no row yet)."""
 
-    async def in_transaction(self, work: Callable[[Session], T]) -> T:
-        """Run `work` with a session of its own and return what it returns; the session
-        is closed after it, rolling back what `work` did not commit. The claim and the
-        matching of early provider events run here."""
+    async def move_breaker(
+        self, lane: str, seen: BreakerState, new: BreakerState, now: dt.datetime, owner: str
+    ) -> bool:
+        """Take a lane's probe: store `new` only if `lane` still holds `seen`."""
 
-    def lock_due(
-        self, session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
+    async def critical_due(self, now: dt.datetime) -> bool:
+        """Whether a critical intent is due at `now`, as ``lock_due`` would find it."""
+
+    async def lock_budget(self, now: float) -> None:
+        """Make concurrent claims take turns on the send budget until this one commits."""
+
+    async def take_tokens(self, policy: BucketPolicy, now: float, want: int) -> tuple[int, float]:
+        """Take up to `want` tokens of the shared bucket: how many, and how many are left."""
+
+    async def sent_since(self, since: float) -> int:
+        """Messages counted from the hour holding `since` on (``send_budget.sent_since``)."""
+
+    async def settle_budget(
+        self, policy: BucketPolicy | None, unused: int, now: float, leased: int
+    ) -> None:
+        """Give back `unused` tokens (with a rate) and count `leased` at `now` (always)."""
+
+    async def lock_due(
+        self, now: dt.datetime, limit: int, limits: Mapping[str, int]
     ) -> list[DueIntent]:
         """Lock up to `limit` due intents, at most `limits[lane]` a lane, critical first,
         each lane's retries before its first attempts; no other worker gets them."""
 
-    def lease(
+    async def suppressed_among(self, recipients: set[str]) -> set[str]:
+        """Those of `recipients` (lowercase) on the suppression list, as such or hashed."""
+
+    async def check(self, work: Callable[[Session], T]) -> T:
+        """Run the application's eligibility check `work` on a ``Session``."""
+
+    async def close_unsent(
+        self, not_sent: Sequence[tuple[DueIntent, Decision]], now: dt.datetime
+    ) -> None:
+        """Move intents that must not be sent now to their decided status (no attempt)."""
+
+    async def lease(
         self,
-        session: Session,
         due: Sequence[DueIntent],
         now: dt.datetime,
         lease_expires_at: dt.datetime,
         worker_id: str,
     ) -> list[Claim]:
         """Give each of `due` a fresh lease token and one new attempt row."""
+
+
+class Engine(Protocol):
+    """What the send path asks of the database."""
+
+    def claiming(self) -> AbstractAsyncContextManager[ClaimSteps]:
+        """One claim's transaction: its steps, committed when the block ends (rolled back
+        on an error)."""
+
+    async def in_session(self, work: Callable[[Session], T]) -> T:
+        """Run `work` with a ``Session`` of its own and return what it returns; the session
+        is closed after it, rolling back what `work` did not commit. The matching of early
+        provider events runs here."""
 
     async def sweep(self, now: dt.datetime, judge: Judge) -> list[tuple[ExpiredLease, Decision]]:
         """Take back the leases that ran out before `now` (up to a batch): finish each open

@@ -1,22 +1,20 @@
 """The engine on PostgreSQL: every statement awaited, the event loop sending meanwhile.
 
-Every statement runs on a connection of one ``psycopg_pool.AsyncConnectionPool`` of
-psycopg's async connections. The marks and records (a statement a message each), the sweep,
-the give-back, the heartbeat and what follows a record (``postgres_follow_ups``) are plain
-SQL (``postgres_sql``): a statement alone on a connection in autocommit (one statement, one
-commit), several records, a sweep or a give-back in a transaction. Up to two connections
-a sender (its mark, and its last record written while its next email goes), so far from
-the database a mark waits for its own round trip, not behind the others'. psycopg prepares
-a statement on a connection once it has run there a few times, and adapts the values.
+Every statement of the send path runs on a connection of one
+``psycopg_pool.AsyncConnectionPool`` of psycopg's async connections, as plain SQL
+(``postgres_sql``): the claim (``postgres_claim``, one transaction), the marks and records
+(a statement a message each), the sweep, the give-back, the heartbeat and what follows a
+record (``postgres_follow_ups``). A statement alone runs on a connection in autocommit
+(one statement, one commit); several records, a claim, a sweep or a give-back in a
+transaction. Up to two connections a sender (its mark, and its last record written while
+its next email goes), so far from the database a mark waits for its own round trip, not
+behind the others'. psycopg prepares a statement on a connection once it has run there a
+few times, and adapts the values.
 
-The claim and the matching of early provider events still borrow a connection for a
-transaction through SQLAlchemy's asyncio engine (``in_transaction``, with no pool of its
-own: the connection it closes goes back to the pool): their steps are written against a
-``Session`` (so is the application's eligibility check), and ``AsyncSession.run_sync``
-runs them as they are, each statement awaited rather than blocking the loop. The claim
-locks due rows with ``FOR UPDATE SKIP LOCKED``, lane by lane, so workers on other machines
-never lease the same intent, and leases a batch in one statement whose values travel as
-arrays (``unnest``); the sweep locks the expired leases the same way.
+Two pieces of work take the store's ``Session`` instead (``in_session``): the
+application's eligibility check (its signature) and the matching of early provider
+events (the webhook's own rules). Each runs in a thread on a session of its own, so the
+event loop goes on meanwhile.
 
 A statement has a deadline (``STATEMENT_SECONDS``): past it the send fails before its
 body. A mark whose sender was cancelled may still have committed; its attempt then only
@@ -37,47 +35,52 @@ from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import Session
-from sqlalchemy.pool import NullPool
 
 from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
 from console.engine import postgres_sql as q
 from console.engine.base import SUPPRESSED, SWEPT, Judge, T
-from console.engine.postgres_claim import PostgresClaim
+from console.engine.postgres_claim import PostgresClaimSteps
 from console.engine.postgres_follow_ups import PostgresFollowUps
 from console.engine.record_batches import RecordBatches
 from console.store import suppressions
 from console.store.claims import SWEEP_BATCH_SIZE, Claim, ExpiredLease
-from console.store.database import CONNECT_TIMEOUT_SECONDS, read_json
+from console.store.database import CONNECT_TIMEOUT_SECONDS, make_session_factory, read_json
 from console.store.statements import ERROR_TEXT_LIMIT, DueIntent, clip
 from console.vocabulary import CLAIMED
 
 # How long a mark or a record may take before it is cancelled and fails.
 STATEMENT_SECONDS = 30.0
-# connections beyond the senders': the tick's transaction, a look for critical mail, and
-# what follows the records
+# connections beyond the senders': the tick's claim and housekeeping, a look for critical
+# mail, and what follows the records
 TRANSACTIONS = 4
 _TIMES = ("b_now", "b_next_attempt_at", "b_submitted_at")
 
 
-class PostgresEngine(PostgresClaim, PostgresFollowUps):
-    """``Engine`` on PostgreSQL: one pool of psycopg's async connections for the
-    transactions (the claim's steps: ``PostgresClaim``), the marks, the records and what
-    follows them (``PostgresFollowUps``)."""
+class PostgresEngine(PostgresFollowUps):
+    """``Engine`` on PostgreSQL: one pool of psycopg's async connections for the claim
+    (``PostgresClaimSteps``), the marks, the records and what follows them
+    (``PostgresFollowUps``)."""
 
     def __init__(self, engine: Engine, connections: int = 1) -> None:
         self._connect_arguments = connect_arguments(engine)
         self._size = max(1, connections)
         self._pool: AsyncConnectionPool | None = None
         self._records = RecordBatches(self._record_batch, size=self._size)
-        self._async_engine = asyncio_engine(engine, self._borrow)
-        self._sessions = async_sessionmaker(self._async_engine, expire_on_commit=False)
+        self._sessions = make_session_factory(engine)
 
-    async def in_transaction(self, work: Callable[[Session], T]) -> T:
-        async with self._sessions() as session:
-            return await session.run_sync(work)
+    @contextlib.asynccontextmanager
+    async def claiming(self) -> AsyncIterator[PostgresClaimSteps]:
+        async with self._transaction("claim") as connection:
+            yield PostgresClaimSteps(connection, self.in_session)
+
+    async def in_session(self, work: Callable[[Session], T]) -> T:
+        return await asyncio.to_thread(self._in_own_session, work)
+
+    def _in_own_session(self, work: Callable[[Session], T]) -> T:
+        with self._sessions() as session:
+            return work(session)
 
     async def mark(self, attempt_id: int, recipient: str) -> str | None:
         forms = suppressions.recipient_forms(recipient)
@@ -150,7 +153,6 @@ class PostgresEngine(PostgresClaim, PostgresFollowUps):
 
     async def close(self) -> None:
         await self.forget_connections()
-        await self._async_engine.dispose()
 
     async def _run(self, sql: str, values: dict[str, Any], label: str) -> tuple[int, list]:
         """Run `sql` with `values` on a connection of the pool, committed: its row count and
@@ -180,19 +182,6 @@ class PostgresEngine(PostgresClaim, PostgresFollowUps):
         except (psycopg.Error, OSError, TimeoutError) as error:
             raise _as_sqlalchemy_error(label, error) from error
 
-    async def _borrow(self) -> psycopg.AsyncConnection:
-        """A connection of the pool for SQLAlchemy's session (``in_transaction``). One the
-        server dropped while it sat in the pool (a restart) fails that transaction: the
-        tick fails and says the database was lost, and the pool discards the connection."""
-        pool = await self._opened_pool()
-        connection = await pool.getconn(timeout=CONNECT_TIMEOUT_SECONDS)
-        try:
-            await connection.set_autocommit(False)  # a mark may have left it in autocommit
-        except psycopg.Error:
-            await pool.putconn(connection)
-            raise
-        return connection
-
     async def _opened_pool(self) -> AsyncConnectionPool:
         if self._pool is None:
             pool = AsyncConnectionPool(
@@ -200,7 +189,6 @@ class PostgresEngine(PostgresClaim, PostgresFollowUps):
                 min_size=0,
                 max_size=self._size + TRANSACTIONS,
                 open=False,
-                close_returns=True,  # SQLAlchemy's close gives the connection back
                 configure=_read_json_as_the_store_does,
             )
             await pool.open()
@@ -275,18 +263,6 @@ def connect_arguments(engine: Engine) -> dict[str, Any]:
     _, arguments = engine.dialect.create_connect_args(engine.url)
     arguments.setdefault("connect_timeout", CONNECT_TIMEOUT_SECONDS)
     return arguments
-
-
-def asyncio_engine(engine: Engine, borrow: Callable[[], Any]) -> AsyncEngine:
-    """SQLAlchemy's asyncio engine on the database of `engine`, on connections `borrow`
-    lends (the pool's: SQLAlchemy keeps none of its own)."""
-    return create_async_engine(
-        engine.url.set(drivername="postgresql+psycopg"),
-        async_creator=borrow,
-        poolclass=NullPool,
-        hide_parameters=True,
-        json_deserializer=read_json,
-    )
 
 
 def _as_sqlalchemy_error(label: str, error: Exception) -> DBAPIError:

@@ -9,14 +9,15 @@ while this worker's lease holds it.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
 from typing import Any
 
+import psycopg
 from psycopg.types.json import Json
 
 from console.core.breaker import BreakerState
 from console.core.domain_backoff import Deferral
 from console.engine import postgres_sql as q
+from console.engine.postgres_values import aware, utc_rows
 from console.store import alerts, send_budget, send_guards, suppressions
 from console.store.claims import Claim
 from console.store.statements import ERROR_TEXT_LIMIT, clip
@@ -29,7 +30,7 @@ class PostgresFollowUps:
 
     async def read_breakers(self) -> dict[str, BreakerState]:
         _, rows = await self._run(q.READ_BREAKERS, {}, "breakers")
-        return send_guards.stored_breakers(_utc_rows(rows))
+        return send_guards.stored_breakers(utc_rows(rows))
 
     async def move_breaker(
         self,
@@ -39,17 +40,11 @@ class PostgresFollowUps:
         now: dt.datetime,
         owner: str | None = None,
     ) -> bool:
-        values = dict(lane=lane, seen_state=seen.state, seen_trips=seen.trips)
-        values = _aware({**values, **send_guards.breaker_values(new, now, owner)})
         async with self._transaction("breaker") as connection:
-            if seen.state == CLOSED and seen.trips == 0:
-                cursor = await connection.execute(q.INSERT_BREAKER_IF_ABSENT, values)
-                if await cursor.fetchone() is not None:
-                    return True
-            return (await connection.execute(q.MOVE_BREAKER, values)).rowcount == 1
+            return await move_breaker(connection, lane, seen, new, now, owner)
 
     async def defer_domain(self, deferral: Deferral, code: int | None, now: dt.datetime) -> int:
-        values = _aware(
+        values = aware(
             dict(
                 domain=deferral.domain,
                 until=deferral.until,
@@ -70,14 +65,14 @@ class PostgresFollowUps:
     async def suppress_refused_mailbox(
         self, recipient: str, reply: str, attempt_id: int, now: dt.datetime
     ) -> bool:
-        values = _aware(suppressions.refused_mailbox_values(recipient, reply, attempt_id, now))
+        values = aware(suppressions.refused_mailbox_values(recipient, reply, attempt_id, now))
         _, rows = await self._run(q.SUPPRESS_REFUSED_MAILBOX, values, "suppression")
         return bool(rows)
 
     async def fire_alert(
         self, key: str, summary: str, details: dict[str, Any], now: dt.datetime
     ) -> bool:
-        values = _aware(alerts.firing_values(summary, details, now))
+        values = aware(alerts.firing_values(summary, details, now))
         values.update(condition=key, details=Json(details))
         _, rows = await self._run(q.FIRE_ALERT, values, "alert")
         return bool(rows)
@@ -93,23 +88,24 @@ class PostgresFollowUps:
             b_due_at=due_at,
             b_now=now,
         )
-        _, rows = await self._run(q.GIVE_BACK, _aware(values), "hold")
+        _, rows = await self._run(q.GIVE_BACK, aware(values), "hold")
         return bool(rows)
 
 
-def _utc_rows(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
-    """`rows` with each timestamp in UTC, as the store's columns read it."""
-    return [
-        [value.astimezone(dt.UTC) if isinstance(value, dt.datetime) else value for value in row]
-        for row in rows
-    ]
-
-
-def _aware(values: dict[str, Any]) -> dict[str, Any]:
-    """`values` with each naive timestamp taken as UTC (as the store's columns take it)."""
-    return {
-        name: value.replace(tzinfo=dt.UTC)
-        if isinstance(value, dt.datetime) and value.tzinfo is None
-        else value
-        for name, value in values.items()
-    }
+async def move_breaker(
+    connection: psycopg.AsyncConnection,
+    lane: str,
+    seen: BreakerState,
+    new: BreakerState,
+    now: dt.datetime,
+    owner: str | None,
+) -> bool:
+    """Store `new` for `lane` only if it still holds `seen`, in the transaction of
+    `connection`: whether it moved."""
+    values = dict(lane=lane, seen_state=seen.state, seen_trips=seen.trips)
+    values = aware({**values, **send_guards.breaker_values(new, now, owner)})
+    if seen.state == CLOSED and seen.trips == 0:
+        cursor = await connection.execute(q.INSERT_BREAKER_IF_ABSENT, values)
+        if await cursor.fetchone() is not None:
+            return True
+    return (await connection.execute(q.MOVE_BREAKER, values)).rowcount == 1

@@ -1,5 +1,5 @@
 """The send path's statements on PostgreSQL that run on psycopg itself, as plain SQL with
-named parameters: the per-message mark and record, the sweep, the give-back, the
+named parameters: the claim, the per-message mark and record, the sweep, the give-back, the
 heartbeat and the writes an outcome calls for (the breaker, a domain's deferral, the shared
 rate, a refused mailbox's suppression, an alert, a refused session's hold).
 
@@ -11,6 +11,7 @@ check is a compare-and-set: a worker that lost its lease changes nothing.
 from __future__ import annotations
 
 from console.store.statements import DUE_COLUMNS
+from console.vocabulary import CRITICAL, LANES
 
 # Commit that the body is about to leave, unless the recipient (either form: the address,
 # its keyed hash) is on the suppression list or the sweep finished the attempt.
@@ -208,3 +209,130 @@ ON CONFLICT (condition) DO UPDATE SET
 WHERE NOT alert_state.active
 RETURNING condition
 """
+
+# --- The claim (T1), in one transaction ---
+
+_DUE_COLUMNS = ", ".join(f"i.{column.name}" for column in DUE_COLUMNS)
+_IN_FORCE = "h.released_at IS NULL AND (h.until IS NULL OR h.until > %(b_now)s::timestamptz)"
+
+
+def _due_in_lane(lane: str) -> str:
+    """The conditions of a due intent `i` of `lane`: pending and due, its recipient's domain
+    not deferred, neither its lane nor its template (or version) nor its domain held."""
+    return f"""i.status = 'pending' AND i.lane = '{lane}'
+  AND i.next_attempt_at <= %(b_now)s::timestamptz
+  AND NOT EXISTS (
+    SELECT 1 FROM domain_deferral d
+    WHERE d.deferred_until > %(b_now)s::timestamptz
+      AND lower(i.recipient) LIKE '%%@' || d.domain)
+  AND NOT EXISTS (
+    SELECT 1 FROM intent_hold h WHERE {_IN_FORCE} AND h.kind = 'lane' AND h.value = '{lane}')
+  AND NOT EXISTS (
+    SELECT 1 FROM intent_hold h WHERE {_IN_FORCE} AND (
+      (h.kind = 'template' AND h.value = i.template
+       AND (h.template_version IS NULL OR h.template_version = i.template_version))
+      OR (h.kind = 'domain' AND lower(i.recipient) LIKE '%%@' || h.value)))"""
+
+
+def _lock_due(lane: str, retries: bool) -> str:
+    """Lock `lane`'s due retries (or first attempts), oldest first, skipping those another
+    worker holds. Each kind is read through its own index (the retries' partial index
+    ``ix_email_intent_retry_due`` names its condition in constants, as written here)."""
+    kind = "i.attempt_count > 0" if retries else "i.attempt_count = 0"
+    return f"""
+SELECT {_DUE_COLUMNS} FROM email_intent i
+WHERE {_due_in_lane(lane)}
+  AND {kind}
+ORDER BY i.next_attempt_at, i.id
+LIMIT %(b_limit)s::integer
+FOR UPDATE OF i SKIP LOCKED
+"""
+
+
+# (lane, True for its retries) -> the statement locking them
+LOCK_DUE = {
+    (lane, retries): _lock_due(lane, retries) for lane in LANES for retries in (True, False)
+}
+
+CRITICAL_DUE = f"SELECT EXISTS (SELECT 1 FROM email_intent i WHERE {_due_in_lane(CRITICAL)})"
+
+SUPPRESSED_AMONG = "SELECT recipient FROM suppression WHERE recipient = ANY(%(b_forms)s::varchar[])"
+
+# An intent not to send now moves to its decided status, without an attempt.
+CLOSE_UNSENT = """
+UPDATE email_intent SET
+  status = %(b_status)s::varchar,
+  status_reason = %(b_reason)s::varchar,
+  lease_token = NULL,
+  lease_expires_at = NULL,
+  updated_at = %(b_now)s::timestamptz,
+  next_attempt_at = coalesce(%(b_next_attempt_at)s::timestamptz, next_attempt_at)
+WHERE id = %(b_id)s::bigint
+"""
+
+# The batch leased in one statement, its values as arrays: each intent `sending` under
+# its fresh token, one `claimed` attempt added for each; each token with its attempt's id.
+LEASE_BATCH = """
+WITH leased AS (
+  UPDATE email_intent i SET
+    status = 'sending',
+    lease_token = b.lease_token,
+    lease_expires_at = %(b_lease_expires_at)s::timestamptz,
+    attempt_count = b.attempt_number,
+    updated_at = %(b_now)s::timestamptz
+  FROM unnest(%(b_ids)s::bigint[], %(b_tokens)s::varchar[], %(b_numbers)s::integer[])
+    AS b (intent_id, lease_token, attempt_number)
+  WHERE i.id = b.intent_id
+  RETURNING i.id, i.attempt_count, i.lease_token)
+INSERT INTO email_attempt (intent_id, attempt_number, lease_token, worker_id, stage, started_at)
+SELECT id, attempt_count, lease_token, %(b_worker_id)s::varchar, 'claimed',
+  %(b_now)s::timestamptz
+FROM leased
+RETURNING lease_token, id
+"""
+
+# The send budget (``console.store.send_budget``; the arithmetic ``console.core.token_bucket``'s).
+# The bucket's row lock makes concurrent claims take turns until this one commits.
+LOCK_BUDGET = "UPDATE send_budget SET name = name WHERE name = %(name)s::varchar"
+
+# The first claim ever: an empty bucket; a concurrent first claim made it already.
+CREATE_BUCKET = """
+INSERT INTO send_budget (name, tokens, refilled_at)
+VALUES (%(name)s::varchar, %(tokens)s::float8, %(refilled_at)s::float8)
+ON CONFLICT DO NOTHING
+"""
+
+_FACTOR_NOW = """LEAST(1.0, factor + %(step_fraction)s::float8
+    * GREATEST(0, FLOOR((%(now)s::float8 - slowed_at - %(hold)s::float8) / %(step)s::float8)
+               + 1))"""
+_AVAILABLE = f"""LEAST(%(burst)s::float8, tokens
+    + GREATEST(0.0, %(now)s::float8 - refilled_at) * %(rate)s::float8 * {_FACTOR_NOW})"""
+
+# Refill the bucket to now, take up to the wanted tokens: how many, and how many are left
+# (every expression reads the row as it was before this update: after a concurrent claim's).
+_TAKEN = f"LEAST(%(want)s::integer, FLOOR({_AVAILABLE}))"
+TAKE_TOKENS = f"""
+UPDATE send_budget SET
+  tokens = {_AVAILABLE} - {_TAKEN},
+  refilled_at = GREATEST(refilled_at, %(now)s::float8),
+  taken = {_TAKEN}
+WHERE name = %(name)s::varchar
+RETURNING taken, tokens
+"""
+
+# Tokens taken and not leased go back (the bucket holds at most its burst).
+REFUND_TOKENS = """
+UPDATE send_budget SET tokens = LEAST(%(burst)s::float8, tokens + %(tokens)s::integer)
+WHERE name = %(name)s::varchar
+"""
+
+SENT_SINCE = """
+SELECT coalesce(sum(sent), 0) FROM send_count WHERE hour_start >= %(first_hour)s::integer
+"""
+
+# What a claim leased counts towards its hour; hours older than two days are forgotten.
+COUNT_SENT = """
+INSERT INTO send_count (hour_start, sent) VALUES (%(hour)s::integer, %(sent)s::integer)
+ON CONFLICT (hour_start) DO UPDATE SET sent = send_count.sent + excluded.sent
+"""
+FORGET_OLD_COUNTS = "DELETE FROM send_count WHERE hour_start < %(oldest)s::integer"

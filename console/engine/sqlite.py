@@ -1,28 +1,25 @@
 """The engine on SQLite: every statement in the event loop's thread, on SQLAlchemy.
 
 SQLite is a file in this process: a write is local work, not a round trip, and a thread
-would only contend for the GIL with the event loop. The claim, the sweep, the give-back,
-the heartbeat and the writes an outcome calls for run in a ``Session``, on the store's
-steps (``console.store.claims``, ``send_guards``, ``send_budget``...); the
+would only contend for the GIL with the event loop. The claim (``sqlite_claim``), the
+sweep, the give-back, the heartbeat and the writes an outcome calls for run in a
+``Session``, on the store's steps (``console.store.claims``, ``send_guards``,
+``send_budget``...); the
 marks and records on one connection kept for the batch, their statements compiled once
 and run on the driver's cursor (``sqlite_prepared.Prepared``).
 Each mark is committed alone, before its body; the records waiting together are written
 in one transaction (``record_batches``): each commit writes the pages it changed to the
 log, and consecutive records change the same index pages.
-
-SQLite has one writer: the claim takes the write lock and the batch at once, with one
-``UPDATE ... RETURNING`` that marks the rows ``sending`` before another worker could see
-them ``pending``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Integer, bindparam, literal, select, union_all, update
-from sqlalchemy.dialects import sqlite
+from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session
 
 from console.core.breaker import BreakerState
@@ -30,6 +27,7 @@ from console.core.domain_backoff import Deferral
 from console.core.lifecycle import Decision
 from console.engine.base import SUPPRESSED, SWEPT, Judge, T
 from console.engine.record_batches import RecordBatches
+from console.engine.sqlite_claim import SQL, SqliteClaimSteps, claim_transaction
 from console.engine.sqlite_prepared import commit, prepared
 from console.store import (
     alerts,
@@ -41,53 +39,13 @@ from console.store import (
     suppressions,
 )
 from console.store import statements as s
-from console.store.claims import FIRST_TRY, NOW, RETRY, Claim, ExpiredLease
+from console.store.claims import Claim, ExpiredLease
 from console.store.database import make_session_factory
-from console.store.statements import DueIntent, SqlKit
-from console.vocabulary import CLAIMED, LANES, PENDING, SENDING
-
-
-def _mark_due_sending_statement():
-    """One UPDATE ... RETURNING that takes the write lock and the batch at once: each
-    lane's retries then first attempts, oldest first, lanes in their order."""
-    per_lane = []
-    for rank, lane in enumerate(LANES):
-        kinds = []
-        for kind in (RETRY, FIRST_TRY):
-            chosen = claims.due_of_kind(lane, kind).with_only_columns(
-                s.INTENT.c.id, literal(kind).label("kind"), s.INTENT.c.next_attempt_at
-            )
-            kinds.append(select(chosen.limit(claims.lane_limit(lane)).subquery()))
-        both = union_all(*kinds).subquery()
-        in_lane = select(both).order_by(both.c.kind, both.c.next_attempt_at, both.c.id)
-        in_lane = in_lane.limit(claims.lane_limit(lane)).subquery()
-        per_lane.append(select(in_lane, literal(rank).label("lane_rank")))
-    ranked = union_all(*per_lane).subquery()
-    chosen = (
-        select(ranked.c.id)
-        .order_by(ranked.c.lane_rank, ranked.c.kind, ranked.c.next_attempt_at, ranked.c.id)
-        .limit(bindparam("b_limit", type_=Integer()))
-    )
-    return (
-        update(s.INTENT)
-        .where(s.INTENT.c.id.in_(chosen), s.INTENT.c.status == PENDING)
-        .values(status=SENDING, updated_at=NOW)
-        .returning(*s.DUE_COLUMNS)
-    )
-
-
-MARK_DUE_SENDING = _mark_due_sending_statement()
-# SQLite's own INSERT takes ON CONFLICT; its min() and max() of two or more arguments are
-# scalar functions
-SQL = SqlKit(insert=sqlite.insert, least="MIN", greatest="MAX")
-_LANE_RANK = {lane: rank for rank, lane in enumerate(LANES)}
 
 
 class SqliteEngine:
     """``Engine`` on SQLite: sessions for the claim, one writer connection for the marks
     and records, all in the event loop's thread."""
-
-    sql = SQL
 
     def __init__(self, database: Engine, connections: int = 1) -> None:
         self._database = database
@@ -95,60 +53,12 @@ class SqliteEngine:
         self._connection: Connection | None = None
         self._records = RecordBatches(self._record_batch, size=connections)
 
-    async def in_transaction(self, work: Callable[[Session], T]) -> T:
+    def claiming(self) -> AbstractAsyncContextManager[SqliteClaimSteps]:
+        return claim_transaction(self._sessions)
+
+    async def in_session(self, work: Callable[[Session], T]) -> T:
         with self._sessions() as session:
             return work(session)
-
-    def lock_due(
-        self, session: Session, now: dt.datetime, limit: int, limits: Mapping[str, int]
-    ) -> list[DueIntent]:
-        values = {"b_now": now, "b_limit": limit}
-        values.update({f"b_limit_{lane}": limits[lane] for lane in LANES})
-        rows = session.connection().execute(MARK_DUE_SENDING, values)
-        due = [DueIntent.from_row(row) for row in rows]
-        return sorted(due, key=lambda i: (_LANE_RANK[i.lane], *claims.waited_longest(i)))
-
-    def lease(
-        self,
-        session: Session,
-        due: Sequence[DueIntent],
-        now: dt.datetime,
-        lease_expires_at: dt.datetime,
-        worker_id: str,
-    ) -> list[Claim]:
-        if not due:
-            return []
-        tokens = claims.lease_tokens(len(due))
-        connection = session.connection()
-        connection.execute(
-            s.LEASE_INTENT,
-            [
-                dict(
-                    b_id=intent.id,
-                    b_token=token,
-                    b_lease_expires_at=lease_expires_at,
-                    b_attempt_count=intent.attempt_count + 1,
-                    b_now=now,
-                )
-                for intent, token in zip(due, tokens, strict=True)
-            ],
-        )
-        inserted = connection.execute(
-            s.INSERT_ATTEMPTS,
-            [
-                dict(
-                    intent_id=intent.id,
-                    attempt_number=intent.attempt_count + 1,
-                    lease_token=token,
-                    worker_id=worker_id,
-                    stage=CLAIMED,
-                    started_at=now,
-                )
-                for intent, token in zip(due, tokens, strict=True)
-            ],
-        )
-        attempt_ids = {token: attempt_id for token, attempt_id in inserted}
-        return claims.claims_of(due, tokens, attempt_ids, lease_expires_at)
 
     async def sweep(self, now: dt.datetime, judge: Judge) -> list[tuple[ExpiredLease, Decision]]:
         with self._sessions() as session:

@@ -22,6 +22,7 @@ from console.store.statements import SqlKit
 
 BUCKET = "send"
 HOUR = 3600
+KEPT_HOURS = 48  # hours of counts kept
 _BUDGET = SendBudget.__table__
 _COUNT = SendCount.__table__
 
@@ -64,7 +65,8 @@ _CREATE_BUCKET = text(
 )
 
 
-def _constants(policy: tb.BucketPolicy) -> dict[str, float | str]:
+def bucket_values(policy: tb.BucketPolicy) -> dict[str, float | str]:
+    """What the statements on the bucket under `policy` bind (beside `now`)."""
     return dict(
         name=BUCKET,
         rate=policy.rate,
@@ -81,7 +83,7 @@ def take_tokens(
     """Take up to `want` tokens; return how many, and how many are left in the bucket.
     `sql`: the database's spelling (its engine's ``sql``)."""
     connection = session.connection()
-    values = dict(_constants(policy), now=now, want=want)
+    values = dict(bucket_values(policy), now=now, want=want)
     statement = _take_statement(sql)
     row = connection.execute(statement, values).first()
     if row is None:  # the first claim ever
@@ -91,9 +93,13 @@ def take_tokens(
 
 
 def _create_bucket(session: Session, now: float) -> None:
+    session.connection().execute(_CREATE_BUCKET, new_bucket_values(now))
+
+
+def new_bucket_values(now: float) -> dict[str, float | str]:
+    """The row of the bucket the first claim ever makes at `now` (empty: ``tb.start``)."""
     bucket = tb.start(now)
-    row = dict(name=BUCKET, tokens=bucket.tokens, refilled_at=bucket.refilled_at)
-    session.connection().execute(_CREATE_BUCKET, row)
+    return dict(name=BUCKET, tokens=bucket.tokens, refilled_at=bucket.refilled_at)
 
 
 def give_back(session: Session, policy: tb.BucketPolicy, tokens: int) -> None:
@@ -145,7 +151,7 @@ def read_bucket(session: Session) -> tb.Bucket | None:
 
 def sent_since(session: Session, since: float) -> int:
     """Messages counted from the hour holding `since` on (a window up to an hour longer)."""
-    first_hour = int(since // HOUR) * HOUR
+    first_hour = hour_of(since)
     query = select(func.coalesce(func.sum(_COUNT.c.sent), 0))
     return int(
         session.connection().execute(query.where(_COUNT.c.hour_start >= first_hour)).scalar()
@@ -159,15 +165,20 @@ def oldest_hour_since(session: Session, since: float) -> int | None:
     return session.connection().execute(query.where(_COUNT.c.sent > 0)).scalar()
 
 
+def hour_of(at: float) -> int:
+    """The start of the hour holding `at` (seconds since the epoch)."""
+    return int(at // HOUR) * HOUR
+
+
 def count_sent(session: Session, now: float, sent: int) -> None:
     """Add `sent` to the count of the hour holding `now`; forget hours older than two days."""
     if sent <= 0:
         return
     connection = session.connection()
-    hour = int(now // HOUR) * HOUR
+    hour = hour_of(now)
     moved = connection.execute(
         update(_COUNT).where(_COUNT.c.hour_start == hour).values(sent=_COUNT.c.sent + sent)
     )
     if moved.rowcount == 0:
         connection.execute(insert(_COUNT).values(hour_start=hour, sent=sent))
-        connection.execute(_COUNT.delete().where(_COUNT.c.hour_start < hour - 48 * HOUR))
+        connection.execute(_COUNT.delete().where(_COUNT.c.hour_start < hour - KEPT_HOURS * HOUR))

@@ -10,8 +10,8 @@ the tokens not used. With neither limit configured there is no budget and the cl
 runs no statement for it. A throttling reply calls ``throttled``: the shared rate halves.
 
 ``BatchClaimer``: the protections' limits, a bounded batch locked, screened (expiry,
-suppression, eligibility), leased; one commit. Each transaction is awaited on the
-engine (``Engine.in_transaction``): on PostgreSQL the sends in flight go on meanwhile.
+suppression, eligibility), leased; one commit. Each step is awaited in the engine's
+claim transaction (``Engine.claiming``): on PostgreSQL the sends in flight go on meanwhile.
 
 ``CriticalCheck``: a claim takes the critical lane first, but a login code enqueued
 while a batch is sent would wait for that batch to end; so every ``CHECK_EVERY``
@@ -38,8 +38,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from console.config import Settings
 from console.core.lifecycle import Decision
 from console.core.token_bucket import BucketPolicy, DailyQuota, bulk_allowance
-from console.engine import Engine, SqlKit
-from console.store import claims, heartbeats, send_budget
+from console.engine import Engine
+from console.engine.base import ClaimSteps
+from console.store import claims, heartbeats
 from console.store.claims import Claim, ExpiredLease
 from console.store.provider_events import match_unmatched_events
 from console.store.statements import DueIntent
@@ -82,50 +83,48 @@ class SendBudget:
             quota = DailyQuota.of(settings.send_daily_quota, settings.send_daily_critical_reserve)
         return cls(rate, quota) if rate or quota else None
 
-    def lane_limits(
+    async def lane_limits(
         self,
-        session: Session,
-        sql: SqlKit,
+        steps: ClaimSteps,
         now: dt.datetime,
         limits: Mapping[str, int],
         batch_size: int,
     ) -> tuple[dict[str, int], Granted]:
-        """Lower each lane's limit to what the quota leaves and the bucket grants (`sql`:
-        the engine's)."""
+        """Lower each lane's limit to what the quota leaves and the bucket grants, in the
+        claim's transaction (`steps`)."""
         at = now.timestamp()
         limits = dict(limits)
         granted = Granted()
         if self.quota is not None:
             if self.rate is None:
-                send_budget.lock_budget(session, at)
+                await steps.lock_budget(at)
             else:  # the bucket's row lock serialises the count; take nothing yet
-                send_budget.take_tokens(session, sql, self.rate, at, 0)
-            critical_left, bulk_left = self.quota.left(send_budget.sent_since(session, at - DAY))
+                await steps.take_tokens(self.rate, at, 0)
+            critical_left, bulk_left = self.quota.left(await steps.sent_since(at - DAY))
             for lane in LANES:
                 limits[lane] = min(limits[lane], critical_left if lane == CRITICAL else bulk_left)
             granted.quota_reached = bulk_left == 0
         if self.rate is not None:
             want = min(sum(limits.values()), batch_size)
-            taken, left = send_budget.take_tokens(session, sql, self.rate, at, want)
+            taken, left = await steps.take_tokens(self.rate, at, want)
             granted.tokens = taken
             bulk = bulk_allowance(self.rate, taken, left)
             for lane in LANES:  # critical fills first (lock_due's order), bulk keeps the reserve
                 limits[lane] = min(limits[lane], taken if lane == CRITICAL else bulk)
         return limits, granted
 
-    def settle(
+    async def settle(
         self,
-        session: Session,
+        steps: ClaimSteps,
         now: dt.datetime,
         granted: Granted,
         leased_by_lane: Mapping[str, int],
     ) -> None:
         """Give back the tokens not used and count what was leased (before the commit)."""
-        if self.rate is not None and granted.tokens is not None:
-            unused = granted.tokens - sum(leased_by_lane.values())
-            send_budget.give_back(session, self.rate, unused)
-        if self.quota is not None:
-            send_budget.count_sent(session, now.timestamp(), sum(leased_by_lane.values()))
+        leased = sum(leased_by_lane.values())
+        unused = granted.tokens - leased if granted.tokens is not None else 0
+        counted = leased if self.quota is not None else 0
+        await steps.settle_budget(self.rate, unused, now.timestamp(), counted)
 
     async def throttled(self, engine: Engine, now: dt.datetime) -> None:
         """The provider said we send too fast: halve the shared rate; committed."""
@@ -156,7 +155,6 @@ class BatchClaimer:
         budget: SendBudget | None,
     ) -> None:
         self._engine = engine
-        self._in_transaction = engine.in_transaction
         self.settings = settings
         self.decisions = decisions
         self.clock = clock
@@ -166,54 +164,57 @@ class BatchClaimer:
 
     async def claim(self, now: dt.datetime) -> ClaimedBatch:
         """Lock due intents, screen each, close those not to send, lease the rest; commit."""
-        return await self._in_transaction(lambda session: self._claim(session, now))
-
-    def _claim(self, session: Session, now: dt.datetime) -> ClaimedBatch:
         batch_size = self.settings.batch_size
         granted = None
-        lane_limits = None
-        if self.guard:  # lanes paused by their circuit breaker, or probing
-            lane_limits = self.guard.lane_limits(session, now, batch_size)
-        limits = claims.lane_limits_within(batch_size, lane_limits)
-        if self.budget:  # the shared rate and quota: critical takes tokens first
-            limits, granted = self.budget.lane_limits(
-                session, self._engine.sql, now, limits, batch_size
-            )
-            batch_size = granted.batch_limit(batch_size)
-        batch = self._lease_due(session, now, batch_size, limits)
-        leased = batch.leased
-        if granted is not None:
-            lanes = collections.Counter(claim.intent.lane for claim in leased)
-            self.budget.settle(session, now, granted, lanes)
-        session.commit()
+        async with self._engine.claiming() as steps:
+            lane_limits = None
+            if self.guard:  # lanes paused by their circuit breaker, or probing
+                lane_limits = await self.guard.lane_limits(steps, now, batch_size)
+            limits = claims.lane_limits_within(batch_size, lane_limits)
+            if self.budget:  # the shared rate and quota: critical takes tokens first
+                limits, granted = await self.budget.lane_limits(steps, now, limits, batch_size)
+                batch_size = granted.batch_limit(batch_size)
+            batch = await self._lease_due(steps, now, batch_size, limits)
+            if granted is not None:
+                lanes = collections.Counter(claim.intent.lane for claim in batch.leased)
+                await self.budget.settle(steps, now, granted, lanes)
         if self.guard:
-            self.guard.release_unused_probes(session, {c.intent.lane for c in leased}, now)
+            claimed = {claim.intent.lane for claim in batch.leased}
+            await self.guard.release_unused_probes(self._engine, claimed, now)
         return dataclasses.replace(batch, waiting_for_tokens=batch_size == 0)
 
-    def _lease_due(
-        self, session: Session, now: dt.datetime, batch_size: int, limits: dict[str, int]
+    async def _lease_due(
+        self, steps: ClaimSteps, now: dt.datetime, batch_size: int, limits: dict[str, int]
     ) -> ClaimedBatch:
         """Lock due intents, screen each, close those not to send, lease the rest."""
-        due = self._engine.lock_due(session, now, batch_size, limits)
-        to_send, not_sent = self._screen(session, due)
-        claims.close_unsent(session, not_sent, now)
+        due = await steps.lock_due(now, batch_size, limits)
+        to_send, not_sent = await self._screen(steps, due)
+        await steps.close_unsent(not_sent, now)
         lease_expires_at = now + dt.timedelta(seconds=self.settings.lease_seconds)
-        leased = self._engine.lease(session, to_send, now, lease_expires_at, self.worker_id)
+        leased = await steps.lease(to_send, now, lease_expires_at, self.worker_id)
         return ClaimedBatch(leased, not_sent)
 
-    def _screen(self, session: Session, due: list[DueIntent]):
+    async def _screen(self, steps: ClaimSteps, due: list[DueIntent]):
         """Split `due` into intents to send and (intent, decision) pairs not to send now."""
-        suppressed = claims.suppressed_among(session, {i.recipient.lower() for i in due})
+        suppressed = await steps.suppressed_among({i.recipient.lower() for i in due})
         to_send, not_sent = [], []
         for intent in due:
-            screened = self.clock()
-            is_suppressed = intent.recipient.lower() in suppressed
-            decision = self.decisions.at_claim(intent, is_suppressed, session, screened)
+            decision = await self._decide(steps, intent, intent.recipient.lower() in suppressed)
             if decision is None:
                 to_send.append(intent)
             else:
                 not_sent.append((intent, decision))
         return to_send, not_sent
+
+    async def _decide(
+        self, steps: ClaimSteps, intent: DueIntent, suppressed: bool
+    ) -> Decision | None:
+        """The decision at claim on `intent` (None: send it); the application's eligibility
+        check, where its purpose has one, on the session `steps` lends."""
+        decide = self.decisions.at_claim
+        if not self.decisions.eligibility.has_check(intent):
+            return decide(intent, suppressed, None, self.clock())
+        return await steps.check(lambda session: decide(intent, suppressed, session, self.clock()))
 
     async def give_back(
         self,
@@ -229,19 +230,19 @@ class BatchClaimer:
     async def claim_critical(self, now: dt.datetime) -> ClaimedBatch | None:
         """The critical intents due at `now` (the breakers read as a claim reads them, the
         critical lane only), leased and committed; None when none is due (one read)."""
-        return await self._in_transaction(lambda session: self._critical(session, now))
-
-    def _critical(self, session: Session, now: dt.datetime) -> ClaimedBatch | None:
-        if not claims.critical_due(session.connection(), now):
-            return None
         batch_size = self.settings.batch_size
-        lane_limits = self.guard.lane_limits(session, now, batch_size) if self.guard else None
-        limits = claims.lane_limits_within(batch_size, lane_limits)
-        critical_only = {lane: limits[lane] if lane == CRITICAL else 0 for lane in LANES}
-        critical = self._lease_due(session, now, batch_size, critical_only)
-        session.commit()
+        async with self._engine.claiming() as steps:
+            if not await steps.critical_due(now):
+                return None
+            lane_limits = None
+            if self.guard:
+                lane_limits = await self.guard.lane_limits(steps, now, batch_size)
+            limits = claims.lane_limits_within(batch_size, lane_limits)
+            critical_only = {lane: limits[lane] if lane == CRITICAL else 0 for lane in LANES}
+            critical = await self._lease_due(steps, now, batch_size, critical_only)
         if self.guard:
-            self.guard.release_unused_probes(session, {CRITICAL} if critical.leased else set(), now)
+            claimed = {CRITICAL} if critical.leased else set()
+            await self.guard.release_unused_probes(self._engine, claimed, now)
         return critical
 
 
@@ -300,7 +301,7 @@ async def housekeeping(
     )
     await engine.beat(heartbeat)
     swept = await engine.sweep(now, decisions.at_lease_expiry)
-    await engine.in_transaction(lambda session: _match_waiting_events(session, now))
+    await engine.in_session(lambda session: _match_waiting_events(session, now))
     return swept
 
 

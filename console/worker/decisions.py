@@ -132,6 +132,10 @@ class EligibilityPolicy:
             )
         return cls(checks)
 
+    def has_check(self, intent: Any) -> bool:
+        """Whether the application registered a check for the purpose of `intent`."""
+        return bool(intent.purpose) and intent.purpose in self.checks
+
     def reason_not_to_send(self, intent: Any, session: Session) -> str | None:
         """Return why `intent` must not be sent, or None; exceptions propagate."""
         check = self.checks.get(intent.purpose) if intent.purpose else None

@@ -19,8 +19,6 @@ import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable
 
-from sqlalchemy.orm import Session
-
 from console.config import Settings
 from console.core import breaker
 from console.core.breaker import BreakerPolicy, BreakerState
@@ -32,8 +30,8 @@ from console.core.domain_backoff import (
 )
 from console.core.send_result import SendResult
 from console.core.throttle_signals import reply_of
-from console.engine import Engine, SqlKit
-from console.store import send_guards
+from console.engine import Engine
+from console.engine.base import ClaimSteps
 from console.vocabulary import ACCEPTED, CLOSED, HALF_OPEN, LANES, OPEN
 from console.worker import reporting
 
@@ -66,13 +64,11 @@ class SendGuard:
     """One worker's view of the protections.
 
     Call lane_limits() before each claim and writes_after() after each recorded attempt.
-    `sql`: the engine's (``Engine.sql``), for the rows it writes.
     """
 
-    def __init__(self, policy: GuardPolicy, worker_id: str, sql: SqlKit) -> None:
+    def __init__(self, policy: GuardPolicy, worker_id: str) -> None:
         self.policy = policy
         self.worker_id = worker_id
-        self.sql = sql
         self.windows = {
             lane: breaker.FailureWindow(policy.breaker.window_attempts) for lane in LANES
         }
@@ -82,62 +78,51 @@ class SendGuard:
         # domains this worker saw defer, and until when: the rest of a batch holds back
         self.deferred_until: dict[str, dt.datetime] = {}
 
-    def lane_limits(self, session: Session, now: dt.datetime, batch_size: int) -> dict[str, int]:
-        """Return how many intents this worker may claim per lane now (0: paused, 1: probe).
-
-        A probe taken is committed at once; a plain read leaves the transaction open for
-        the claim that follows (no commit and new begin between: two round trips fewer).
-        """
+    async def lane_limits(
+        self, steps: ClaimSteps, now: dt.datetime, batch_size: int
+    ) -> dict[str, int]:
+        """Return how many intents this worker may claim per lane now (0: paused, 1: probe);
+        a probe is taken in the claim's transaction (`steps`)."""
         seen = dict(self.states)
-        stored = send_guards.read_breakers(session)
-        # on PostgreSQL the read is awaited while this worker's records go on: a breaker
-        # one of them moved meanwhile (written and committed first) is newer than the read
+        stored = await steps.read_breakers()
+        # the read is awaited while this worker's records go on: a breaker one of them
+        # moved meanwhile (written and committed first) is newer than the read
         stored.update({lane: state for lane, state in self.states.items() if state != seen[lane]})
         previous, self.states = seen, stored
-        limits, probe_written = {}, False
+        limits = {}
         for lane, state in self.states.items():
             if state.state == CLOSED and previous[lane].state != CLOSED:
                 self.windows[lane].clear()  # a new cycle: old failures are history
             mode = breaker.claim_mode(state, now)
             if mode == breaker.PROBE:
-                mode, probe_written = self._take_probe(session, lane, state, now), True
+                mode = await self._take_probe(steps, lane, state, now)
             limits[lane] = {breaker.NORMAL: batch_size, breaker.PROBE: 1}.get(mode, 0)
-        if probe_written:
-            session.commit()
         return limits
 
-    def all_closed(self, stored: dict[str, BreakerState]) -> bool:
-        """Whether every lane's breaker is closed as `stored` and as this worker last saw
-        it, with no probe of its own: ``lane_limits`` would then let every lane claim a
-        full batch and change nothing."""
-        states = (*self.states.values(), *stored.values())
-        return not self.probing and all(state.state == CLOSED for state in states)
-
-    def _take_probe(self, session: Session, lane: str, state: BreakerState, now) -> str:
+    async def _take_probe(self, steps: ClaimSteps, lane: str, state: BreakerState, now) -> str:
         probing = breaker.start_probe(state, self.policy.breaker, now)
-        if not send_guards.write_breaker_state(
-            session, self.sql, lane, state, probing, now, owner=self.worker_id
-        ):
+        if not await steps.move_breaker(lane, state, probing, now, self.worker_id):
             return breaker.PAUSED
         self.states[lane] = probing
         self.probing.add(lane)
         log.warning("circuit breaker probing", extra={"lane": lane, "breaker_state": HALF_OPEN})
         return breaker.PROBE
 
-    def release_unused_probes(self, session: Session, claimed_lanes: set[str], now) -> None:
-        """Give back the probe of every lane this worker claimed nothing from."""
+    async def release_unused_probes(
+        self, engine: Engine, claimed_lanes: set[str], now: dt.datetime
+    ) -> None:
+        """Give back the probe of every lane this worker claimed nothing from; committed."""
         for lane in self.probing - claimed_lanes:
-            self.probe_unused(session, lane, now)
+            await self.probe_unused(engine, lane, now)
 
-    def probe_unused(self, session: Session, lane: str, now: dt.datetime) -> None:
+    async def probe_unused(self, engine: Engine, lane: str, now: dt.datetime) -> None:
         """Nothing was due in a lane this worker was to probe: let the next tick try again."""
         if lane not in self.probing:
             return
         self.probing.discard(lane)
         state = self.states[lane]
         reopened = dataclasses.replace(state, state=OPEN, resume_at=now)
-        send_guards.write_breaker_state(session, self.sql, lane, state, reopened, now)
-        session.commit()
+        await engine.move_breaker(lane, state, reopened, now)
 
     def note_domain_outcome(
         self, recipient: str, outcome: str, result: SendResult, now: dt.datetime

@@ -14,23 +14,22 @@ asserted.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as dt
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from console.core.token_bucket import BucketPolicy, DailyQuota
+from console.engine import Engine, engine_for
 from console.models import utcnow
-from console.store import claims, send_budget
-from console.store.database import make_engine, make_session_factory
+from console.store import claims
+from console.store.database import make_engine
 from console.worker.claim import SendBudget
 from tests.conftest import migrate_to_head
 from tests.support import pgcluster
-from tests.support.claim_steps import sql_of
 
 BATCH_SIZE = 50
 RATE = BucketPolicy.of(1000.0)  # never short of tokens: an empty claim gives all of them back
@@ -41,54 +40,57 @@ BUDGETS: dict[str, SendBudget | None] = {
 }
 
 
-def claim_once(session_factory: sessionmaker[Session], budget: SendBudget | None) -> None:
-    """The budget's part of ``Worker._claim`` around an empty ``lock_due``."""
+async def claim_once(engine: Engine, budget: SendBudget | None) -> None:
+    """The budget's part of ``BatchClaimer.claim`` around an empty ``lock_due``."""
     now = utcnow()
     batch_size = BATCH_SIZE
-    with session_factory() as session:
+    async with engine.claiming() as steps:
         limits = claims.lane_limits_within(batch_size, None)
         if budget:
-            limits, granted = budget.lane_limits(
-                session, sql_of(session_factory), now, limits, batch_size
-            )
+            limits, granted = await budget.lane_limits(steps, now, limits, batch_size)
             batch_size = granted.batch_limit(batch_size)
-        claims.lock_due(session, now, batch_size, limits)
+        await steps.lock_due(now, batch_size, limits)
         if budget:
-            budget.settle(session, now, granted, {})
-        session.commit()
+            await budget.settle(steps, now, granted, {})
 
 
-def take_once(session_factory: sessionmaker[Session]) -> None:
+async def take_once(engine: Engine) -> None:
     """The bucket's statement alone, in its own transaction."""
-    with session_factory() as session:
-        send_budget.take_tokens(session, sql_of(session_factory), RATE, time.time(), 1)
-        session.commit()
+    async with engine.claiming() as steps:
+        await steps.take_tokens(RATE, time.time(), 1)
 
 
-def per_call_us(call: Callable[[], None], count: int, repeat: int) -> float:
+async def per_call_us(call: Callable[[], Awaitable[None]], count: int, repeat: int) -> float:
     """Median over `repeat` runs of the mean microseconds a call takes."""
     for _ in range(min(count, 100)):  # warm up the pool and the statement caches
-        call()
+        await call()
     runs = []
     for _ in range(repeat):
         started = time.perf_counter()
         for _ in range(count):
-            call()
+            await call()
         runs.append((time.perf_counter() - started) / count * 1e6)
     return statistics.median(runs)
 
 
-def measure(label: str, url: str, count: int, repeat: int) -> None:
-    engine = make_engine(url)
-    session_factory = make_session_factory(engine)
+async def figures_of(database, count: int, repeat: int) -> tuple[dict[str, float], float]:
+    engine = engine_for(database)
     try:
         figures = {
-            name: per_call_us(lambda b=budget: claim_once(session_factory, b), count, repeat)
+            name: await per_call_us(lambda b=budget: claim_once(engine, b), count, repeat)
             for name, budget in BUDGETS.items()
         }
-        take = per_call_us(lambda: take_once(session_factory), count, repeat)
+        return figures, await per_call_us(lambda: take_once(engine), count, repeat)
     finally:
-        engine.dispose()
+        await engine.close()
+
+
+def measure(label: str, url: str, count: int, repeat: int) -> None:
+    database = make_engine(url)
+    try:
+        figures, take = asyncio.run(figures_of(database, count, repeat))
+    finally:
+        database.dispose()
     base = figures["no rate"]
     for name, micros in figures.items():
         print(

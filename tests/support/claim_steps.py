@@ -7,8 +7,9 @@ import datetime as dt
 import itertools
 
 from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
-from console.engine import Engine, SqlKit, engine_for
+from console.engine import Engine, engine_for
 from console.models import Attempt, Intent
 from console.outbox import enqueue
 from console.store import claims
@@ -50,14 +51,15 @@ def queue(session_factory, *, due=T0 - seconds(60), lane=BULK, **columns) -> int
 
 
 def engine_of(session) -> Engine:
-    """The engine of the database `session` is on (its claim steps take `session`)."""
+    """The engine of the database `session` is on."""
     return engine_for(session.get_bind())
 
 
-def sql_of(session_factory) -> SqlKit:
-    """How the database of `session_factory` spells what differs: its engine's ``sql``,
-    as the worker hands it to the store."""
-    return engine_for(session_factory.kw["bind"]).sql
+def database_of(database_or_session):
+    """The database of a test's `session`, or the database itself."""
+    if isinstance(database_or_session, Session):
+        return database_or_session.get_bind()
+    return database_or_session
 
 
 def on_engine(database, use, connections: int = 1):
@@ -84,14 +86,40 @@ def give_back(database, returned, now=T0):
     return on_engine(database, lambda engine: engine.give_back(returned, now))
 
 
-def lock(session, limit=50, lane_limits=None, now=T0):
-    """lock_due as the worker calls it: each lane's cap from `lane_limits_within`."""
+def in_claim(database, use):
+    """Run ``use(steps)`` in one claim transaction of a fresh engine of `database` (or of a
+    test's session), committed when it returns; what it returned."""
+
+    async def claim(engine):
+        async with engine.claiming() as steps:
+            return await use(steps)
+
+    return on_engine(database_of(database), claim)
+
+
+def lock(database, limit=50, lane_limits=None, now=T0):
+    """lock_due as the worker calls it (each lane's cap from `lane_limits_within`), in a
+    claim of its own."""
     limits = claims.lane_limits_within(limit, lane_limits)
-    return engine_of(session).lock_due(session, now, limit, limits)
+    return in_claim(database, lambda steps: steps.lock_due(now, limit, limits))
 
 
-def lease_all(session, due, *, now=T0, lease_seconds=LEASE_SECONDS):
-    return engine_of(session).lease(session, due, now, now + seconds(lease_seconds), WORKER_ID)
+def lease_all(database, due, *, now=T0, lease_seconds=LEASE_SECONDS):
+    """Lease `due` (locked earlier) in a claim of its own."""
+    expires_at = now + seconds(lease_seconds)
+    return in_claim(database, lambda steps: steps.lease(due, now, expires_at, WORKER_ID))
+
+
+def claim_all(database, *, now=T0, lease_seconds=LEASE_SECONDS, limit=50):
+    """Lock the due intents and lease them, in one claim."""
+    limits = claims.lane_limits_within(limit, None)
+    expires_at = now + seconds(lease_seconds)
+
+    async def claim(steps):
+        due = await steps.lock_due(now, limit, limits)
+        return await steps.lease(due, now, expires_at, WORKER_ID)
+
+    return in_claim(database, claim)
 
 
 def load(session_factory, intent_id):

@@ -152,7 +152,9 @@ def test_the_serializer_still_writes_safe_headers():
     assert message["To"] == "ada@example.com" and "Bcc" not in message
 
 
-@settings(max_examples=30, deadline=None)  # each example costs a full validation
+@settings(max_examples=30, deadline=None, derandomize=True)  # a validation an example;
+# the same examples each run: the strategy filters what its regex cannot fullmatch, and a
+# random draw may filter enough to fail the health check
 @given(st.from_regex(header_checks._PLAIN_ADDRESS, fullmatch=True))
 def test_every_address_the_quick_path_takes_the_full_validator_takes_too(address):
     if header_checks.is_plain_address(address):

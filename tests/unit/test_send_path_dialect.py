@@ -1,7 +1,7 @@
 """The send path does not ask which database it is on: the engine was chosen once.
 
 Each database's SQL lives in its engine (``console/engine/``); the worker, the transports
-and the store modules the send loop calls take what differs from the engine (``Engine.sql``)
+and the store modules the send loop calls take what differs from their engine (a ``SqlKit``)
 or share one statement. Read off each module's syntax: no database named in a string, no
 dialect looked up, no dialect-specific construct imported.
 """

@@ -120,10 +120,9 @@ def test_other_temporary_failures_are_not_throttling():
 
 
 def test_throttling_does_not_count_towards_the_breaker():
-    from console.engine.sqlite import SQL
     from console.worker.guard import GuardPolicy, SendGuard
 
-    guard = SendGuard(GuardPolicy(BreakerPolicy(window_attempts=4)), "w1", SQL)
+    guard = SendGuard(GuardPolicy(BreakerPolicy(window_attempts=4)), "w1")
 
     for _ in range(10):
         writes = guard.writes_after(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from sqlalchemy import insert, text, update
+from sqlalchemy import insert, update
 
 from console.core.lifecycle import Decision
 from console.core.outcomes import Classification
@@ -35,8 +35,9 @@ from tests.support.claim_steps import (
     LEASE_SECONDS,
     T0,
     WORKER_ID,
-    engine_of,
+    claim_all,
     give_back,
+    in_claim,
     lease_all,
     load,
     lock,
@@ -109,14 +110,20 @@ def test_lane_limits_within_caps_each_lane_at_the_batch_limit():
 @pytest.mark.parametrize("backend", ["postgresql"], indirect=True)  # SQLite has one writer
 def test_concurrent_claims_lock_disjoint_batches_without_waiting(session_factory):
     queued = [queue(session_factory, due=T0 - seconds(60 - n)) for n in range(5)]
-    with session_factory() as first, session_factory() as second:
-        first_batch = lock(first, limit=3)
-        # Waiting for `first`'s row locks would fail here instead of hanging the test.
-        second.execute(text("SET LOCAL lock_timeout = '1s'"))
-        second_batch = lock(second, limit=10)
+    limits = claims.lane_limits_within(10, None)
 
-        assert ids(first_batch) == queued[:3]
-        assert ids(second_batch) == queued[3:], "SKIP LOCKED: the rows the first one holds"
+    async def two_claims_at_once(engine):
+        async with engine.claiming() as first:
+            first_batch = await first.lock_due(T0, 3, limits)
+            # waiting for `first`'s row locks would hang until the statement deadline
+            async with engine.claiming() as second:
+                second_batch = await second.lock_due(T0, 10, limits)
+        return first_batch, second_batch
+
+    first_batch, second_batch = on_engine(session_factory.kw["bind"], two_claims_at_once)
+
+    assert ids(first_batch) == queued[:3]
+    assert ids(second_batch) == queued[3:], "SKIP LOCKED: the rows the first one holds"
 
 
 # --- suppressed_among ---
@@ -131,8 +138,8 @@ def test_suppressed_among_returns_the_suppressed_recipients_only(session):
     session.commit()
 
     asked = {"eve@example.com", "ada@example.com"}
-    assert claims.suppressed_among(session, asked) == {"eve@example.com"}
-    assert claims.suppressed_among(session, set()) == set()
+    assert in_claim(session, lambda steps: steps.suppressed_among(asked)) == {"eve@example.com"}
+    assert in_claim(session, lambda steps: steps.suppressed_among(set())) == set()
 
 
 @pytest.mark.postgres
@@ -143,18 +150,19 @@ def test_suppressed_among_returns_the_suppressed_recipients_only(session):
 def test_close_unsent_moves_intents_as_decided_without_an_attempt(session_factory, session):
     too_old = queue(session_factory, due=T0 - seconds(60))
     deferred = queue(session_factory, due=T0 - seconds(30))
-    expired_due, deferred_due = lock(session)
     later = T0 + seconds(300)
 
-    claims.close_unsent(
-        session,
-        [
+    async def close_both(steps):
+        expired_due, deferred_due = await steps.lock_due(
+            T0, 50, claims.lane_limits_within(50, None)
+        )
+        decisions = [
             (expired_due, Decision(EXPIRED, "older than its max age")),
             (deferred_due, Decision(PENDING, "domain backing off", next_attempt_at=later)),
-        ],
-        T0 + seconds(1),
-    )
-    session.commit()
+        ]
+        await steps.close_unsent(decisions, T0 + seconds(1))
+
+    in_claim(session, close_both)
 
     expired, expired_attempts = load(session_factory, too_old)
     assert (expired.status, expired.status_reason) == (EXPIRED, "older than its max age")
@@ -171,8 +179,7 @@ def test_lease_gives_each_intent_a_fresh_token_and_one_claimed_attempt(session_f
     first = queue(session_factory, due=T0 - seconds(60))
     retried = queue(session_factory, due=T0 - seconds(30), attempt_count=2)
 
-    leased = lease_all(session, lock(session))
-    session.commit()
+    leased = claim_all(session)
 
     assert [c.intent.id for c in leased] == [retried, first]  # retries go first
     assert [c.attempt_number for c in leased] == [3, 1]
@@ -192,17 +199,26 @@ def test_lease_gives_each_intent_a_fresh_token_and_one_claimed_attempt(session_f
         assert (attempt.lease_token, attempt.worker_id) == (claim.lease_token, WORKER_ID)
         assert (attempt.stage, attempt.started_at) == (CLAIMED, T0)
         assert attempt.finished_at is None and attempt.outcome is None
-    assert engine_of(session).lease(session, [], T0, lease_expires_at, WORKER_ID) == []
+    nothing = in_claim(session, lambda steps: steps.lease([], T0, lease_expires_at, WORKER_ID))
+    assert nothing == []
 
 
-def test_locking_closing_and_leasing_commit_nothing(session_factory, session):
+class ClaimFailed(Exception):
+    pass
+
+
+def test_a_claim_that_fails_commits_nothing(session_factory, session):
     closed = queue(session_factory, due=T0 - seconds(60))
     leased = queue(session_factory, due=T0 - seconds(30))
-    closed_due, leased_due = lock(session)
-    claims.close_unsent(session, [(closed_due, Decision(EXPIRED, "too old"))], T0)
-    lease_all(session, [leased_due])
 
-    session.rollback()  # the worker's T1 failed before its commit
+    async def fail_after_leasing(steps):
+        closed_due, leased_due = await steps.lock_due(T0, 50, claims.lane_limits_within(50, None))
+        await steps.close_unsent([(closed_due, Decision(EXPIRED, "too old"))], T0)
+        await steps.lease([leased_due], T0, T0 + seconds(LEASE_SECONDS), WORKER_ID)
+        raise ClaimFailed  # the worker's T1 failed before its commit
+
+    with pytest.raises(ClaimFailed):
+        in_claim(session, fail_after_leasing)
 
     for intent_id in (closed, leased):
         intent, attempts = load(session_factory, intent_id)
@@ -217,8 +233,7 @@ def test_locking_closing_and_leasing_commit_nothing(session_factory, session):
 def test_the_give_back_returns_only_what_this_lease_holds(engine, session_factory, session):
     given_back = queue(session_factory, due=T0 - seconds(60), attempt_count=2)
     taken = queue(session_factory, due=T0 - seconds(30))
-    mine, theirs = lease_all(session, lock(session))
-    session.commit()
+    mine, theirs = claim_all(session)
     not_mine = dataclasses.replace(theirs, lease_token="a-lease-this-worker-lost")
 
     released = give_back(engine, [(mine, T0 + seconds(5)), (not_mine, T0)], T0 + seconds(1))
@@ -243,8 +258,7 @@ def test_the_give_back_returns_only_what_this_lease_holds(engine, session_factor
 
 def test_the_record_moves_the_intent_only_for_the_current_lease(engine, session_factory, session):
     intent_id = queue(session_factory)
-    [claim] = lease_all(session, lock(session))
-    session.commit()
+    [claim] = claim_all(session)
     stale = dataclasses.replace(claim, lease_token="a-lease-swept-meanwhile")
     result = SendResult(
         REPLY_READ, code=250, reply_text="2.0.0 Ok: queued as Q1", provider_message_id="Q1"
@@ -288,7 +302,6 @@ def test_the_sweep_takes_expired_leases_only_and_settles_each_as_judged(
     due = lock(session)
     expiring = lease_all(session, due[:2], lease_seconds=60)
     [live] = lease_all(session, due[2:], lease_seconds=600)
-    session.commit()
     recipient = expiring[0].intent.recipient
     assert on_engine(engine, lambda on: on.mark(expiring[0].attempt_id, recipient)) is None
     swept_at = T0 + seconds(61)
@@ -329,8 +342,7 @@ def test_the_sweep_takes_expired_leases_only_and_settles_each_as_judged(
 
 def test_a_lease_whose_attempt_is_finished_already_is_not_settled(engine, session_factory, session):
     intent_id = queue(session_factory)
-    [claim] = lease_all(session, lock(session))
-    session.commit()
+    [claim] = claim_all(session)
     with session_factory() as other:  # its record finished the attempt, not yet the intent
         table = Attempt.__table__
         other.execute(update(table).where(table.c.id == claim.attempt_id).values(finished_at=T0))
@@ -346,8 +358,7 @@ def test_a_lease_whose_attempt_is_finished_already_is_not_settled(engine, sessio
 
 def test_a_sweep_that_fails_commits_nothing(engine, session_factory, session):
     first, second = queue(session_factory), queue(session_factory)
-    claimed = lease_all(session, lock(session))
-    session.commit()
+    claimed = claim_all(session)
 
     judged = []
 

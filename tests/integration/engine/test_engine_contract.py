@@ -3,7 +3,7 @@ SQLite and on PostgreSQL: one claim never leases an intent twice, held and defer
 stays put, retries go first, the mark comes before the body and is refused for a
 suppressed recipient or a swept attempt, a record is a compare-and-set on the lease, and
 a lease whose worker went silent after the mark is taken back as ambiguous; and the
-statements each database spells its own way (``Engine.sql``): the send budget's take,
+statements each database spells its own way: the send budget's take,
 refund and halving, a domain's deferral kept at its later end, a breaker's first row.
 
 The worker's own tests exercise the same promises through a real SMTP relay; here each
@@ -39,22 +39,14 @@ from console.vocabulary import (
 )
 from tests.support.claim_steps import (
     T0,
-    engine_of,
-    lease_all,
+    claim_all,
+    in_claim,
     load,
-    lock,
     on_engine,
     queue,
     seconds,
     sweep,
 )
-
-
-def claim_all(session):
-    """Lock and lease every due intent, committed: the claims."""
-    leased = lease_all(session, lock(session))
-    session.commit()
-    return leased
 
 
 def judge_as_the_core_does(lease, now):
@@ -177,30 +169,53 @@ def test_a_silent_workers_lease_is_taken_back_as_its_stage_says(
 
 
 def test_the_send_budget_takes_refunds_up_to_its_burst_and_halves_as_the_core_computes(session):
-    sql, policy = engine_of(session).sql, tb.BucketPolicy.of(10.0, burst=20.0)
+    policy = tb.BucketPolicy.of(10.0, burst=20.0)
     bucket = tb.start(1000.0)
-    assert send_budget.take_tokens(session, sql, policy, 1000.0, 5) == (0, 0.0)  # made empty
+
+    def take_tokens(now, want):
+        return in_claim(session, lambda steps: steps.take_tokens(policy, now, want))
+
+    def stored_bucket():
+        session.rollback()  # a fresh read
+        return send_budget.read_bucket(session)
+
+    assert take_tokens(1000.0, 5) == (0, 0.0)  # made empty
 
     def take(now, want):
         nonlocal bucket
         bucket, taken = tb.take(policy, bucket, now, want)
-        assert send_budget.take_tokens(session, sql, policy, now, want) == (
-            taken,
-            pytest.approx(bucket.tokens),
-        ), now
+        assert take_tokens(now, want) == (taken, pytest.approx(bucket.tokens)), now
 
     take(1001.55, 12)  # 15.5 tokens: 12 taken
     for refund in (10, 10):  # the second refund fills the bucket to its burst, no further
-        send_budget.give_back(session, policy, refund)
+        in_claim(session, lambda steps: steps.settle_budget(policy, refund, 1001.6, 0))  # noqa: B023
         bucket = tb.give_back(policy, bucket, refund)
-        assert send_budget.read_bucket(session).tokens == pytest.approx(bucket.tokens)
-    session.commit()  # the engine halves the rate in a transaction of its own
+        assert stored_bucket().tokens == pytest.approx(bucket.tokens)
     assert on_engine(session.get_bind(), lambda e: e.halve_rate(1002.0))
     assert not on_engine(session.get_bind(), lambda e: e.halve_rate(1002.5)), "once a second"
     bucket = tb.halve(bucket, 1002.0)
-    assert send_budget.read_bucket(session) == bucket
+    assert stored_bucket() == bucket
     for now in (1002.7, 1054.0, 1055.0, 1063.0, 1079.9, 1200.0):  # half, then climbing back
         take(now, 100)
+
+
+def test_the_quota_counts_what_claims_leased_by_the_hour(session):
+    hour = send_budget.HOUR
+    start = 100 * hour
+
+    def count(now, leased):
+        in_claim(session, lambda steps: steps.settle_budget(None, 5, now, leased))
+
+    def sent_since(since):
+        return in_claim(session, lambda steps: steps.sent_since(since))
+
+    count(start + 10, 3)
+    count(start + 20, 4)  # the same hour
+    count(start + hour + 1, 2)  # the next one
+    assert sent_since(start + 30) == 9, "from the hour holding `since` on"
+    assert sent_since(start + hour) == 2
+    count(start + 60 * hour, 1)  # two days on: the hours older than 48 forgotten
+    assert sent_since(0) == 1
 
 
 def test_a_domain_deferral_keeps_its_later_end_and_moves_the_domains_due_mail(

@@ -17,7 +17,7 @@ from console.engine import SUPPRESSED, SWEPT
 from console.engine import postgres as engine_postgres
 from console.models import Attempt, Suppression
 from console.vocabulary import CLAIMED, DATA_SENT
-from tests.support.claim_steps import T0, lease_all, lock, queue
+from tests.support.claim_steps import T0, claim_all, queue
 from tests.support.claim_steps import on_engine as on_store
 
 HOLD_SECONDS = 0.3
@@ -28,8 +28,7 @@ def leased_attempts(session_factory, session, count: int) -> list[tuple[int, str
     """`count` intents leased: (attempt id, recipient) each."""
     for _ in range(count):
         queue(session_factory)
-    held = lease_all(session, lock(session))
-    session.commit()
+    held = claim_all(session)
     return [(claim.attempt_id, claim.intent.recipient) for claim in held]
 
 

@@ -11,7 +11,7 @@ from sqlalchemy import select, update
 from console.models import Suppression
 from console.state_tables import AlertState
 from console.vocabulary import PENDING, SENDING
-from tests.support.claim_steps import T0, lease_all, load, lock, on_engine, queue, seconds
+from tests.support.claim_steps import T0, claim_all, load, on_engine, queue, seconds
 
 
 def test_a_refused_mailbox_is_suppressed_once_naming_its_attempt(engine, session_factory, session):
@@ -24,8 +24,7 @@ def test_a_refused_mailbox_is_suppressed_once_naming_its_attempt(engine, session
         )
 
     intent_id = queue(session_factory)
-    [claim] = lease_all(session, lock(session))
-    session.commit()
+    [claim] = claim_all(session)
     assert suppress(claim.attempt_id)
     assert not suppress(claim.attempt_id), "on the list already"
     [row] = session.scalars(select(Suppression)).all()
@@ -62,8 +61,7 @@ def test_a_refused_session_holds_the_intent_uncharged_only_while_its_lease_holds
     engine, session_factory, session
 ):
     intent_id = queue(session_factory)
-    [claim] = lease_all(session, lock(session))
-    session.commit()
+    [claim] = claim_all(session)
     due_at = T0 + seconds(300)
 
     def hold(token):

@@ -25,7 +25,7 @@ from console.vocabulary import (
     SUBMITTED,
     TRANSIENT,
 )
-from tests.support.claim_steps import engine_of, on_engine
+from tests.support.claim_steps import in_claim, on_engine
 
 LEASE = dt.timedelta(seconds=60)
 ORDER_PARAMS = {
@@ -37,10 +37,13 @@ ORDER_PARAMS = {
 
 
 def claim_one(session_factory, now: dt.datetime, worker_id: str) -> claims.Claim:
-    with session_factory() as session:
-        due = engine_of(session).lock_due(session, now, 1, claims.lane_limits_within(1, None))
-        [claim] = engine_of(session).lease(session, due, now, now + LEASE, worker_id)
-        session.commit()
+    limits = claims.lane_limits_within(1, None)
+
+    async def lease_one(steps):
+        due = await steps.lock_due(now, 1, limits)
+        return await steps.lease(due, now, now + LEASE, worker_id)
+
+    [claim] = in_claim(session_factory.kw["bind"], lease_one)
     return claim
 
 

@@ -8,11 +8,10 @@ import pytest
 
 from console.core import breaker
 from console.core.breaker import NORMAL, PAUSED, PROBE, BreakerPolicy, BreakerState, FailureWindow
-from console.store import send_guards
 from console.store.send_guards import read_breakers
 from console.vocabulary import CLOSED, HALF_OPEN, OPEN
 from console.worker.guard import GuardPolicy, SendGuard
-from tests.support.claim_steps import on_engine, sql_of
+from tests.support.claim_steps import in_claim, on_engine
 
 T0 = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.UTC)
 POLICY = BreakerPolicy(window_attempts=10, failure_rate=0.5, open_seconds=30, max_open_seconds=100)
@@ -141,116 +140,133 @@ def test_window_keeps_only_the_last_outcomes():
 GUARD_POLICY = GuardPolicy(breaker=POLICY)
 
 
-def fail(guard, session, lane="bulk", count=10, outcome="transient", now=T0, reached=True):
-    """Feed `count` recorded outcomes to `guard` as the worker does, on the engine of the
-    database `session` is on: the writes they call for committed."""
+async def feed(guard, engine, lane="bulk", count=10, outcome="transient", now=T0, reached=True):
+    """Feed `count` recorded outcomes to `guard` as the worker does: the writes they call
+    for committed by `engine`."""
+    for _ in range(count):
+        await guard.after_outcome(
+            engine, lane=lane, outcome=outcome, code=None, reached_transport=reached, now=now
+        )
 
-    async def feed(engine):
-        for _ in range(count):
-            await guard.after_outcome(
-                engine, lane=lane, outcome=outcome, code=None, reached_transport=reached, now=now
-            )
 
-    on_engine(session.get_bind(), feed)
+def fail(guard, session, **outcomes):
+    """`feed` on the engine of the database `session` is on."""
+    on_engine(session.get_bind(), lambda engine: feed(guard, engine, **outcomes))
+
+
+def lane_limits(guard, session, now, batch_size=50):
+    """What `guard` lets a claim at `now` take from each lane, in a claim of its own."""
+    return in_claim(session, lambda steps: guard.lane_limits(steps, now, batch_size))
+
+
+def stored_breakers(session):
+    """Every lane's breaker as stored now."""
+    session.rollback()  # a fresh read
+    return read_breakers(session)
 
 
 def test_one_worker_trips_the_breaker_and_every_worker_pauses_the_lane(session_factory):
     first, second = (
-        SendGuard(GUARD_POLICY, "w1", sql_of(session_factory)),
-        SendGuard(GUARD_POLICY, "w2", sql_of(session_factory)),
+        SendGuard(GUARD_POLICY, "w1"),
+        SendGuard(GUARD_POLICY, "w2"),
     )
     with session_factory() as session:
-        assert first.lane_limits(session, T0, 50) == {"critical": 50, "bulk": 50}
-        assert second.lane_limits(session, T0, 50) == {"critical": 50, "bulk": 50}
+        assert lane_limits(first, session, T0) == {"critical": 50, "bulk": 50}
+        assert lane_limits(second, session, T0) == {"critical": 50, "bulk": 50}
         fail(first, session, count=4)
-        assert read_breakers(session)["bulk"].state == CLOSED
+        assert stored_breakers(session)["bulk"].state == CLOSED
         fail(first, session, count=1)
-        state = read_breakers(session)["bulk"]
+        state = stored_breakers(session)["bulk"]
         assert state.state == OPEN and state.failure_rate == 1.0
-        assert second.lane_limits(session, seconds(1), 50) == {"critical": 50, "bulk": 0}
+        assert lane_limits(second, session, seconds(1)) == {"critical": 50, "bulk": 0}
         fail(second, session, count=10, now=seconds(1))  # in-flight sends of a paused lane
-        assert read_breakers(session)["bulk"].trips == 1
+        assert stored_breakers(session)["bulk"].trips == 1
 
 
 def test_a_breaker_this_worker_opens_while_it_reads_the_breakers_pauses_that_claim(
-    session_factory, monkeypatch
+    session_factory,
 ):
     """A claim during a batch awaits its read of the breakers while the worker's records
     go on: a lane one of them pauses meanwhile is paused for that claim too."""
-    guard = SendGuard(GUARD_POLICY, "w1", sql_of(session_factory))
-    read = send_guards.read_breakers
+    guard = SendGuard(GUARD_POLICY, "w1")
 
-    def read_while_a_record_trips(session):
-        found = read(session)  # the stored states, all closed
-        with session_factory() as other:  # meanwhile, a record of this worker trips bulk
-            fail(guard, other, count=5)
-        return found
+    async def claim_while_a_record_trips(engine):
+        async with engine.claiming() as steps:
+            read = steps.read_breakers
+
+            async def read_while_a_record_trips():
+                found = await read()  # the stored states, all closed
+                await feed(guard, engine, count=5)  # meanwhile, a record of this worker trips
+                return found
+
+            steps.read_breakers = read_while_a_record_trips
+            return await guard.lane_limits(steps, seconds(1), 50)
 
     with session_factory() as session:
-        assert guard.lane_limits(session, T0, 50) == {"critical": 50, "bulk": 50}
-        monkeypatch.setattr(send_guards, "read_breakers", read_while_a_record_trips)
-        assert guard.lane_limits(session, seconds(1), 50) == {"critical": 50, "bulk": 0}
+        assert lane_limits(guard, session, T0) == {"critical": 50, "bulk": 50}
+        limits = on_engine(session.get_bind(), claim_while_a_record_trips)
+        assert limits == {"critical": 50, "bulk": 0}
         assert guard.states["bulk"].state == OPEN
 
 
 def test_render_failures_do_not_count_towards_the_breaker(session_factory):
-    guard = SendGuard(GUARD_POLICY, "w1", sql_of(session_factory))
+    guard = SendGuard(GUARD_POLICY, "w1")
     with session_factory() as session:
-        guard.lane_limits(session, T0, 50)
+        lane_limits(guard, session, T0)
         fail(guard, session, count=10, outcome="permanent", reached=False)
-        assert read_breakers(session)["bulk"].state == CLOSED
+        assert stored_breakers(session)["bulk"].state == CLOSED
 
 
 def test_exactly_one_worker_probes_and_its_answer_closes_or_reopens(session_factory):
-    guards = [SendGuard(GUARD_POLICY, f"w{n}", sql_of(session_factory)) for n in range(3)]
+    guards = [SendGuard(GUARD_POLICY, f"w{n}") for n in range(3)]
     with session_factory() as session:
         for guard in guards:
-            guard.lane_limits(session, T0, 50)
+            lane_limits(guard, session, T0)
         fail(guards[0], session)
         resume = seconds(30)
-        limits = [guard.lane_limits(session, resume, 50)["bulk"] for guard in guards]
+        limits = [lane_limits(guard, session, resume)["bulk"] for guard in guards]
         assert sorted(limits) == [0, 0, 1]
         prober = guards[limits.index(1)]
-        assert read_breakers(session)["bulk"].state == HALF_OPEN
+        assert stored_breakers(session)["bulk"].state == HALF_OPEN
         fail(prober, session, count=1, now=resume)  # the probe fails: open for longer
-        reopened = read_breakers(session)["bulk"]
+        reopened = stored_breakers(session)["bulk"]
         assert reopened.state == OPEN and reopened.trips == 2
         assert reopened.resume_at == resume + dt.timedelta(seconds=60)
 
         later = reopened.resume_at
-        limits = [guard.lane_limits(session, later, 50)["bulk"] for guard in guards]
+        limits = [lane_limits(guard, session, later)["bulk"] for guard in guards]
         prober = guards[limits.index(1)]
         fail(prober, session, count=1, outcome="accepted", now=later)
-        assert read_breakers(session)["bulk"] == BreakerState(CLOSED, 0, 0.0)
+        assert stored_breakers(session)["bulk"] == BreakerState(CLOSED, 0, 0.0)
         for guard in guards:
-            assert guard.lane_limits(session, later, 50)["bulk"] == 50
+            assert lane_limits(guard, session, later)["bulk"] == 50
             assert len(guard.windows["bulk"]) == 0
 
 
 def test_an_unused_probe_lets_the_next_tick_try_again(session_factory):
-    guard = SendGuard(GUARD_POLICY, "w1", sql_of(session_factory))
+    guard = SendGuard(GUARD_POLICY, "w1")
     with session_factory() as session:
-        guard.lane_limits(session, T0, 50)
+        lane_limits(guard, session, T0)
         fail(guard, session)
-        assert guard.lane_limits(session, seconds(30), 50)["bulk"] == 1
-        guard.probe_unused(session, "bulk", seconds(30))
-        state = read_breakers(session)["bulk"]
+        assert lane_limits(guard, session, seconds(30))["bulk"] == 1
+        on_engine(session.get_bind(), lambda e: guard.probe_unused(e, "bulk", seconds(30)))
+        state = stored_breakers(session)["bulk"]
         assert state.state == OPEN and state.resume_at == seconds(30) and state.trips == 1
-        assert guard.lane_limits(session, seconds(31), 50)["bulk"] == 1
+        assert lane_limits(guard, session, seconds(31))["bulk"] == 1
 
 
 def test_a_silent_prober_is_given_up_after_the_probe_timeout(session_factory):
     silent, other = (
-        SendGuard(GUARD_POLICY, "w1", sql_of(session_factory)),
-        SendGuard(GUARD_POLICY, "w2", sql_of(session_factory)),
+        SendGuard(GUARD_POLICY, "w1"),
+        SendGuard(GUARD_POLICY, "w2"),
     )
     with session_factory() as session:
-        silent.lane_limits(session, T0, 50)
+        lane_limits(silent, session, T0)
         fail(silent, session)
-        assert silent.lane_limits(session, seconds(30), 50)["bulk"] == 1  # then it dies
-        assert other.lane_limits(session, seconds(100), 50)["bulk"] == 0
+        assert lane_limits(silent, session, seconds(30))["bulk"] == 1  # then it dies
+        assert lane_limits(other, session, seconds(100))["bulk"] == 0
         timeout = 30 + POLICY.probe_timeout_seconds
-        assert other.lane_limits(session, seconds(timeout), 50)["bulk"] == 1
+        assert lane_limits(other, session, seconds(timeout))["bulk"] == 1
 
 
 # --- the real worker against a real SMTP server ------------------------------------------
@@ -296,7 +312,7 @@ def test_the_worker_pauses_a_failing_lane_probes_and_resumes(
     claimed = [worker.run_once().claimed for _ in range(2)]  # 8 x 421: 5 trip it
     assert claimed == [4, 4]
     with session_factory() as session:
-        assert read_breakers(session)["bulk"].state == OPEN
+        assert stored_breakers(session)["bulk"].state == OPEN
     clock.advance(5)  # the intents are due again, the lane is paused
     assert worker.run_once().claimed == 0
     received_while_paused = len(smtp_server.received)
@@ -305,7 +321,7 @@ def test_the_worker_pauses_a_failing_lane_probes_and_resumes(
     clock.advance(POLICY.open_seconds)
     assert worker.run_once().claimed == 1  # the probe, accepted
     with session_factory() as session:
-        assert read_breakers(session)["bulk"].state == CLOSED
+        assert stored_breakers(session)["bulk"].state == CLOSED
     for _ in range(4):
         worker.run_once()
     with session_factory() as session:

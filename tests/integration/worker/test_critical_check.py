@@ -10,7 +10,6 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
 from console.models import Attempt, Intent
-from console.store import claims
 from console.transports.memory import MemoryTransport
 from console.vocabulary import SUBMITTED
 from console.worker import claim
@@ -79,10 +78,14 @@ def test_the_last_email_of_a_batch_looks_for_nothing(session_factory, make_worke
 def test_a_look_that_fails_is_logged_and_the_batch_goes_on(
     session_factory, make_worker, monkeypatch, caplog
 ):
-    def database_gone(connection, now):
+    from console.engine.postgres_claim import PostgresClaimSteps
+    from console.engine.sqlite_claim import SqliteClaimSteps
+
+    async def database_gone(steps, now):
         raise OperationalError("SELECT", {}, ConnectionError("the database went away"))
 
-    monkeypatch.setattr(claims, "critical_due", database_gone)
+    for steps in (SqliteClaimSteps, PostgresClaimSteps):
+        monkeypatch.setattr(steps, "critical_due", database_gone)
     enqueue_orders(session_factory, [f"c{n}@example.com" for n in range(BATCH)])
     transport = LoginCodeDuringTheBatch(session_factory, during=2)
     worker = worker_for(make_worker, transport)

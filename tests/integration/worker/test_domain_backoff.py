@@ -125,7 +125,7 @@ def test_a_run_of_4yz_defers_the_domains_due_intents_in_the_database(session_fac
     from console.models import Intent, utcnow
     from console.outbox import enqueue
     from console.worker.guard import GuardPolicy, SendGuard
-    from tests.support.claim_steps import on_engine, sql_of
+    from tests.support.claim_steps import on_engine
 
     now = utcnow()
     with session_factory() as session:
@@ -148,7 +148,7 @@ def test_a_run_of_4yz_defers_the_domains_due_intents_in_the_database(session_fac
         )
         session.commit()
 
-        guard = SendGuard(GuardPolicy(domains=POLICY), "w1", sql_of(session_factory))
+        guard = SendGuard(GuardPolicy(domains=POLICY), "w1")
 
         async def three_throttled(engine):
             for _ in range(3):

@@ -5,7 +5,7 @@ critical reserve, throttling halving the rate, and no statement at all when unli
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import func, select
 
 from console.core import token_bucket as tb
 from console.core.send_result import SendResult
@@ -16,7 +16,7 @@ from console.transports.memory import MemoryTransport
 from console.vocabulary import CRITICAL, ENVELOPE, SUBMITTED
 from console.worker.claim import SendBudget
 from tests.support.backlog import insert_bulk_backlog
-from tests.support.claim_steps import sql_of
+from tests.support.claim_steps import in_claim, on_engine
 
 RATE = tb.BucketPolicy.of(10.0)
 
@@ -46,47 +46,37 @@ def sent_lanes(session_factory, transport) -> list[str]:
     return [lanes[i] for i in ids]
 
 
+def take_tokens(session_factory, now, want):
+    """Tokens taken at `now` in a claim of their own: how many, and how many are left."""
+    return in_claim(session_factory.kw["bind"], lambda steps: steps.take_tokens(RATE, now, want))
+
+
 def test_the_first_claim_ever_finds_an_empty_bucket(session_factory):
-    sql = sql_of(session_factory)
+    assert take_tokens(session_factory, 1000.0, 50) == (0, 0.0)
     with session_factory() as session:
-        assert send_budget.take_tokens(session, sql, RATE, 1000.0, 50) == (0, 0.0)
         assert send_budget.read_bucket(session) == tb.start(1000.0)
-        assert send_budget.take_tokens(session, sql, RATE, 1000.5, 50) == (5, 0.0)
-        session.commit()
+    assert take_tokens(session_factory, 1000.5, 50) == (5, 0.0)
 
 
 def test_a_bucket_made_for_the_quota_alone_starts_empty_too(session_factory):
-    with session_factory() as session:
-        send_budget.lock_budget(session, 1000.0)
-        assert send_budget.take_tokens(session, sql_of(session_factory), RATE, 1000.0, 50) == (
-            0,
-            0.0,
-        )
+    in_claim(session_factory.kw["bind"], lambda steps: steps.lock_budget(1000.0))
+    assert take_tokens(session_factory, 1000.0, 50) == (0, 0.0)
 
 
 def test_the_statement_takes_what_the_core_computes(session_factory):
-    sql = sql_of(session_factory)
     bucket = tb.start(999.0)
     steps = [(1000.0, 3), (1000.2, 50), (1000.35, 1), (1001.7, 4), (1003.0, 10), (1003.0, 1)]
-    with session_factory() as session:
-        send_budget.take_tokens(session, sql, RATE, 999.0, 0)  # creates the bucket, empty
-        for now, want in steps:
-            bucket, taken = tb.take(RATE, bucket, now, want)
-            assert send_budget.take_tokens(session, sql, RATE, now, want) == (
-                taken,
-                pytest.approx(bucket.tokens),
-            )
-        session.commit()
-    with session_factory.kw["bind"].connect() as connection:
-        assert send_budget.halve_rate(connection, sql, 1004.0)
-        assert not send_budget.halve_rate(connection, sql, 1004.5), "at most once a second"
-        connection.commit()
+    take_tokens(session_factory, 999.0, 0)  # creates the bucket, empty
+    for now, want in steps:
+        bucket, taken = tb.take(RATE, bucket, now, want)
+        assert take_tokens(session_factory, now, want) == (taken, pytest.approx(bucket.tokens))
+    database = session_factory.kw["bind"]
+    assert on_engine(database, lambda engine: engine.halve_rate(1004.0))
+    assert not on_engine(database, lambda engine: engine.halve_rate(1004.5)), "once a second"
     halved = tb.halve(bucket, 1004.0)
     for now in (1004.0, 1030.0, 1064.0, 1075.0, 1200.0):
         halved, taken = tb.take(RATE, halved, now, 100)
-        with session_factory() as session:
-            assert send_budget.take_tokens(session, sql, RATE, now, 100)[0] == taken, now
-            session.commit()
+        assert take_tokens(session_factory, now, 100)[0] == taken, now
 
 
 def test_workers_together_claim_no_faster_than_the_rate(session_factory, make_worker, clock):
@@ -156,22 +146,22 @@ def test_a_throttling_reply_halves_the_shared_rate(session_factory, make_worker,
         assert dict(statuses.all())[SUBMITTED] == 4
 
 
-def test_without_limits_the_claim_runs_no_budget_statement(session_factory, make_worker):
+BUDGET_STEPS = ("lock_budget", "take_tokens", "sent_since", "settle_budget")
+
+
+def test_without_limits_the_claim_takes_no_budget_step(session_factory, make_worker, monkeypatch):
+    from console.engine.postgres_claim import PostgresClaimSteps
+    from console.engine.sqlite_claim import SqliteClaimSteps
+
     insert_bulk_backlog(session_factory, 5)
-    statements = []
-    engine = session_factory.kw["bind"]
-
-    def seen(conn, cursor, statement, parameters, context, executemany):
-        statements.append(statement)
-
-    event.listen(engine, "before_cursor_execute", seen)
-    try:
-        worker = make_worker(MemoryTransport())
-        assert worker.budget is None
-        assert worker.run_once().claimed == 5
-    finally:
-        event.remove(engine, "before_cursor_execute", seen)
-    assert not [s for s in statements if "send_budget" in s or "send_count" in s]
+    taken = []
+    for steps in (SqliteClaimSteps, PostgresClaimSteps):
+        for name in BUDGET_STEPS:
+            monkeypatch.setattr(steps, name, lambda *args, name=name: taken.append(name))
+    worker = make_worker(MemoryTransport())
+    assert worker.budget is None
+    assert worker.run_once().claimed == 5
+    assert taken == []
 
 
 def test_a_worker_waiting_for_tokens_keeps_its_smtp_connection(session_factory, make_worker, clock):

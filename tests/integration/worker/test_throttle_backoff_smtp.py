@@ -20,7 +20,7 @@ from console.store import claims
 from console.transports.smtp import SmtpTransport
 from console.vocabulary import PENDING, SUBMITTED
 from console.worker.guard import GuardPolicy
-from tests.support.claim_steps import engine_of
+from tests.support.claim_steps import in_claim
 from tests.support.orders import enqueue_orders
 from tests.support.smtp_server import ScriptedSMTPServer
 
@@ -209,5 +209,5 @@ def test_the_claim_takes_retries_first_then_first_attempts_by_when_they_became_d
         )
     session.commit()
     limits = claims.lane_limits_within(10, None)
-    due = engine_of(session).lock_due(session, now, 10, limits)
+    due = in_claim(session, lambda steps: steps.lock_due(now, 10, limits))
     assert [intent.id for intent in due] == [retry_early, retry_late, held, new]

@@ -277,7 +277,11 @@ def test_expiry_suppression_and_eligibility_are_rechecked_at_claim(
     def explode(intent, session):
         raise RuntimeError("the application's check is down")
 
-    checks = {"verify-email": lambda intent, session: "address already verified"}
+    def already_verified(intent, session):  # the application's own query, on the session
+        [recipient] = session.execute(select(Intent.recipient).where(Intent.id == intent.id)).one()
+        return f"address already verified: {recipient}"
+
+    checks = {"verify-email": already_verified}
     worker = make_smtp_worker(eligibility=EligibilityPolicy({**checks, "broken-check": explode}))
     clock.advance(601)  # past the login code's 10-minute max age
     worker.run_once()
@@ -288,7 +292,8 @@ def test_expiry_suppression_and_eligibility_are_rechecked_at_claim(
         intent, attempts = load(session_factory, intent_id)
         assert intent.status == status, intent_id
         assert intent.attempt_count == 0 and attempts == [], "nothing was attempted"
-    assert "address already verified" in load(session_factory, ineligible)[0].status_reason
+    reason = load(session_factory, ineligible)[0].status_reason
+    assert "address already verified: carl@example.com" in reason
     broken_intent = load(session_factory, broken)[0]
     assert (
         broken_intent.next_attempt_at > clock.now and "RuntimeError" in broken_intent.status_reason
