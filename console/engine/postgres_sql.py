@@ -176,13 +176,17 @@ WHERE status = 'pending' AND next_attempt_at < %(until)s::timestamptz
   AND recipient LIKE %(pattern)s::varchar ESCAPE '\\'
 """
 
-# The provider throttled a send: the shared rate halves (``console.core.token_bucket``'s
-# arithmetic: the factor first recovered to now), at most once every `every` seconds.
-HALVE_RATE = """
-UPDATE send_budget SET
-  factor = GREATEST(%(min_factor)s::float8, LEAST(1.0, factor + %(step_fraction)s::float8
+# The send budget's rate factor recovered to `now` (``console.core.token_bucket``'s
+# arithmetic): back by a step fraction each step after the hold.
+_FACTOR_NOW = """LEAST(1.0, factor + %(step_fraction)s::float8
     * GREATEST(0, FLOOR((%(now)s::float8 - slowed_at - %(hold)s::float8) / %(step)s::float8)
-               + 1)) / 2),
+               + 1))"""
+
+# The provider throttled a send: the shared rate halves (the factor first recovered to
+# now), at most once every `every` seconds.
+HALVE_RATE = f"""
+UPDATE send_budget SET
+  factor = GREATEST(%(min_factor)s::float8, {_FACTOR_NOW} / 2),
   slowed_at = %(now)s::float8, tokens = 0, refilled_at = %(now)s::float8
 WHERE name = %(name)s::varchar AND %(now)s::float8 - slowed_at >= %(every)s::float8
 """
@@ -302,9 +306,6 @@ VALUES (%(name)s::varchar, %(tokens)s::float8, %(refilled_at)s::float8)
 ON CONFLICT DO NOTHING
 """
 
-_FACTOR_NOW = """LEAST(1.0, factor + %(step_fraction)s::float8
-    * GREATEST(0, FLOOR((%(now)s::float8 - slowed_at - %(hold)s::float8) / %(step)s::float8)
-               + 1))"""
 _AVAILABLE = f"""LEAST(%(burst)s::float8, tokens
     + GREATEST(0.0, %(now)s::float8 - refilled_at) * %(rate)s::float8 * {_FACTOR_NOW})"""
 
