@@ -161,7 +161,6 @@ class PostgresEngine(PostgresFollowUps):
             async with asyncio.timeout(STATEMENT_SECONDS):
                 pool = await self._opened_pool()
                 async with pool.connection() as connection:
-                    await connection.set_autocommit(True)  # one statement, one commit
                     cursor = await connection.execute(sql, values)
                     rows = await cursor.fetchall() if cursor.description else []
                     return cursor.rowcount, rows
@@ -176,7 +175,6 @@ class PostgresEngine(PostgresFollowUps):
             async with asyncio.timeout(STATEMENT_SECONDS):
                 pool = await self._opened_pool()
                 async with pool.connection() as connection:
-                    await connection.set_autocommit(True)  # the transaction: BEGIN, COMMIT
                     async with connection.transaction():
                         yield connection
         except (psycopg.Error, OSError, TimeoutError) as error:
@@ -189,7 +187,7 @@ class PostgresEngine(PostgresFollowUps):
                 min_size=0,
                 max_size=self._size + TRANSACTIONS,
                 open=False,
-                configure=_read_json_as_the_store_does,
+                configure=_configure,
             )
             await pool.open()
             self._pool = pool
@@ -252,9 +250,12 @@ async def _settle(
     return bool(await (await connection.execute(q.SETTLE_EXPIRED_LEASE, values)).fetchall())
 
 
-async def _read_json_as_the_store_does(connection: psycopg.AsyncConnection) -> None:
-    """JSON read on this connection as SQLAlchemy's sessions read it (``read_json``): a
-    value nested too deep is an ``UnreadableJSON`` the worker fails alone."""
+async def _configure(connection: psycopg.AsyncConnection) -> None:
+    """A new connection of the pool: in autocommit (a statement alone is its own
+    transaction; ``connection.transaction()`` sends BEGIN and COMMIT), and JSON read as
+    SQLAlchemy's sessions read it (``read_json``: a value nested too deep is an
+    ``UnreadableJSON`` the worker fails alone)."""
+    await connection.set_autocommit(True)
     set_json_loads(read_json, connection)
 
 
