@@ -120,18 +120,7 @@ class PostgresClaimSteps:
     ) -> None:
         if not not_sent:
             return
-        values = [
-            aware(
-                dict(
-                    b_id=intent.id,
-                    b_status=decision.status,
-                    b_reason=decision.reason,
-                    b_now=now,
-                    b_next_attempt_at=decision.next_attempt_at,
-                )
-            )
-            for intent, decision in not_sent
-        ]
+        values = [aware(each) for each in claims.close_unsent_values(not_sent, now)]
         await self._connection.cursor().executemany(q.CLOSE_UNSENT, values)
 
     async def lease(

@@ -13,6 +13,15 @@ from __future__ import annotations
 from console.store.statements import DUE_COLUMNS
 from console.vocabulary import CRITICAL, LANES
 
+# An intent leaving `sending`, or closed at the claim: its new status and reason, the
+# lease dropped, due at the time given (else when it was).
+_LEASE_RELEASED = """status = %(b_status)s::varchar,
+    status_reason = %(b_reason)s::varchar,
+    lease_token = NULL,
+    lease_expires_at = NULL,
+    updated_at = %(b_now)s::timestamptz,
+    next_attempt_at = coalesce(%(b_next_attempt_at)s::timestamptz, next_attempt_at)"""
+
 # Commit that the body is about to leave, unless the recipient (either form: the address,
 # its keyed hash) is on the suppression list or the sweep finished the attempt.
 MARK_DATA_SENT_UNLESS_SUPPRESSED = """
@@ -31,15 +40,10 @@ SELECT 1 FROM suppression WHERE recipient = ANY(%(b_forms)s::varchar[]) LIMIT 1
 # T2: the intent moves only while this lease holds it, and only then is its attempt
 # finished; one statement, so atomic on an autocommit connection. The row is found by
 # its key (`IS NOT DISTINCT FROM` is not indexable: the status indexes stay unused).
-RECORD_IF_MOVED = """
+RECORD_IF_MOVED = f"""
 WITH moved AS (
   UPDATE email_intent SET
-    status = %(b_status)s::varchar,
-    status_reason = %(b_reason)s::varchar,
-    lease_token = NULL,
-    lease_expires_at = NULL,
-    updated_at = %(b_now)s::timestamptz,
-    next_attempt_at = coalesce(%(b_next_attempt_at)s::timestamptz, next_attempt_at),
+    {_LEASE_RELEASED},
     submitted_at = coalesce(%(b_submitted_at)s::timestamptz, submitted_at),
     provider_message_id = coalesce(%(b_submitted_provider_id)s::varchar, provider_message_id)
   WHERE id = %(b_id)s::bigint
@@ -81,15 +85,10 @@ RETURNING stage
 
 # The intent of a lease taken back moves as decided, only while that lease holds it; its
 # attempt (if it had one) then gets the verdict. One row when the intent moved.
-SETTLE_EXPIRED_LEASE = """
+SETTLE_EXPIRED_LEASE = f"""
 WITH moved AS (
   UPDATE email_intent SET
-    status = %(b_status)s::varchar,
-    status_reason = %(b_reason)s::varchar,
-    lease_token = NULL,
-    lease_expires_at = NULL,
-    updated_at = %(b_now)s::timestamptz,
-    next_attempt_at = coalesce(%(b_next_attempt_at)s::timestamptz, next_attempt_at)
+    {_LEASE_RELEASED}
   WHERE id = %(b_id)s::bigint
     AND status IS NOT DISTINCT FROM 'sending'
     AND lease_token IS NOT DISTINCT FROM %(b_token)s::varchar
@@ -263,14 +262,9 @@ CRITICAL_DUE = f"SELECT EXISTS (SELECT 1 FROM email_intent i WHERE {_due_in_lane
 SUPPRESSED_AMONG = "SELECT recipient FROM suppression WHERE recipient = ANY(%(b_forms)s::varchar[])"
 
 # An intent not to send now moves to its decided status, without an attempt.
-CLOSE_UNSENT = """
+CLOSE_UNSENT = f"""
 UPDATE email_intent SET
-  status = %(b_status)s::varchar,
-  status_reason = %(b_reason)s::varchar,
-  lease_token = NULL,
-  lease_expires_at = NULL,
-  updated_at = %(b_now)s::timestamptz,
-  next_attempt_at = coalesce(%(b_next_attempt_at)s::timestamptz, next_attempt_at)
+  {_LEASE_RELEASED}
 WHERE id = %(b_id)s::bigint
 """
 

@@ -123,7 +123,7 @@ class SqliteClaimSteps:
     async def close_unsent(
         self, not_sent: Sequence[tuple[DueIntent, Decision]], now: dt.datetime
     ) -> None:
-        claims.close_unsent(self._session, list(not_sent), now)
+        claims.close_unsent(self._session, not_sent, now)
 
     async def lease(
         self,

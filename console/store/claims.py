@@ -138,23 +138,27 @@ def suppressed_among(session: Session, recipients: set[str]) -> set[str]:
 
 
 def close_unsent(
-    session: Session, not_sent: list[tuple[s.DueIntent, Decision]], now: dt.datetime
+    session: Session, not_sent: Sequence[tuple[s.DueIntent, Decision]], now: dt.datetime
 ) -> None:
     """Move intents that must not be sent now to their decided status (no attempt)."""
     if not_sent:
-        session.connection().execute(
-            s.CLOSE_UNSENT,
-            [
-                dict(
-                    b_id=intent.id,
-                    b_status=decision.status,
-                    b_reason=decision.reason,
-                    b_now=now,
-                    b_next_attempt_at=decision.next_attempt_at,
-                )
-                for intent, decision in not_sent
-            ],
+        session.connection().execute(s.CLOSE_UNSENT, close_unsent_values(not_sent, now))
+
+
+def close_unsent_values(
+    not_sent: Sequence[tuple[s.DueIntent, Decision]], now: dt.datetime
+) -> list[dict[str, Any]]:
+    """What closing each of `not_sent` at `now` binds, one dict an intent."""
+    return [
+        dict(
+            b_id=intent.id,
+            b_status=decision.status,
+            b_reason=decision.reason,
+            b_now=now,
+            b_next_attempt_at=decision.next_attempt_at,
         )
+        for intent, decision in not_sent
+    ]
 
 
 def lease_tokens(count: int) -> list[str]:

@@ -99,9 +99,7 @@ class Worker:
         self.eligibility = eligibility or EligibilityPolicy()
         self.decisions = SendDecisions(self.catalog, settings.retry, self.eligibility, random)
         self.worker_id = worker_id or new_worker_id()
-        self.guard = (
-            SendGuard(guard_policy, self.worker_id) if guard_policy else None
-        )
+        self.guard = SendGuard(guard_policy, self.worker_id) if guard_policy else None
         self.budget = budget  # the provider's rate and quota; None: unlimited, no statement
         self._crash_if = CrashPoint(crash_at)
         claimer_parts = (self.decisions, lambda: self.clock(), self.worker_id, self.guard)
