@@ -113,9 +113,12 @@ class Cluster:
         shutil.rmtree(os.path.dirname(self.data_dir), ignore_errors=True)
 
 
-def start_cluster(max_connections: int = 200, *, durable: bool = False) -> Cluster:
+def start_cluster(
+    max_connections: int = 200, *, durable: bool = False, settings: dict[str, str] | None = None
+) -> Cluster:
     """Create and start a fresh cluster; the caller must stop() it. Tests turn fsync and
-    synchronous commits off; `durable` keeps PostgreSQL's defaults (benchmarks)."""
+    synchronous commits off; `durable` keeps PostgreSQL's defaults (benchmarks); `settings`
+    are more server settings (name to value, e.g. a library to preload)."""
     bin_dir = postgres_bin_dir()
     if bin_dir is None:
         raise RuntimeError("PostgreSQL is not installed (apt-get install -y postgresql)")
@@ -150,6 +153,7 @@ def start_cluster(max_connections: int = 200, *, durable: bool = False) -> Clust
     )
     if not durable:
         options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    options += "".join(f" -c {name}={value}" for name, value in (settings or {}).items())
     subprocess.run(
         _as_postgres(
             [
