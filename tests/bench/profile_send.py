@@ -2,11 +2,13 @@
 
 Each phase's functions are wrapped to add up the CPU time of the thread that runs
 them (``time.thread_time``): the claim (T1), compose (render + header checks +
-serialize), the ``data_sent`` mark (with its suppression check), the record (T2,
-on the writes thread or the event loop's), logging, metrics, and the decision
-(classify + retry policy). What the event loop's thread spends outside them is the
-transport (aiosmtplib, asyncio). Figures are CPU milliseconds per message of this
-process; the sink runs in another process and is not counted.
+serialize), the ``data_sent`` mark (with its suppression check), the records (T2,
+a batch at a time), logging, metrics, and the decision (classify + retry policy). A
+coroutine is timed step by step, from each resumption to its next suspension, so
+what other tasks run while it waits is not its own. What the event loop's thread
+spends outside the phases is the transport (aiosmtplib, asyncio). Figures are CPU
+milliseconds per message of this process; the sink runs in another process and is not
+counted.
 
     python -m tests.bench.profile_send                     # 5,000 messages, both databases
     python -m tests.bench.profile_send -n 2000 --backends sqlite --connections 4
@@ -38,10 +40,10 @@ PHASES = (
     ("housekeeping", "console.worker.loop", "Worker._housekeeping"),
     ("compose", "console.worker.loop", "compose"),
     ("serialize", "console.mail.serialize", "serialize_message"),
-    # SQLite's mark and record never suspend; PostgreSQL's are awaited on its async
-    # connections, so their CPU falls in "transport and event loop"
+    # a coroutine is timed step by step: its CPU between suspensions only
     ("data_sent mark", "console.engine.sqlite", "SqliteEngine.mark"),
-    ("record: compare-and-set", "console.engine.sqlite", "SqliteEngine.record"),
+    ("data_sent mark", "console.engine.postgres", "PostgresEngine.mark"),
+    ("record: compare-and-set", "console.engine.record_batches", "RecordBatches._write"),
     ("decision", "console.worker.loop", "classify"),
     ("decision", "console.worker.decisions", "SendDecisions.after_attempt"),
     ("record: what follows it", "console.worker.outcomes", "OutcomeWriter._writes_after"),
@@ -79,15 +81,11 @@ class PhaseClock:
 
     def timed(self, phase: str, function):
         clock = self
-        if inspect.iscoroutinefunction(function):  # only for coroutines that never suspend
+        if inspect.iscoroutinefunction(function):
 
             @functools.wraps(function)
             async def timed_coroutine(*args, **kwargs):
-                frame = clock._enter()
-                try:
-                    return await function(*args, **kwargs)
-                finally:
-                    clock._leave(phase, frame)
+                return await TimedSteps(clock, phase, function(*args, **kwargs))
 
             return timed_coroutine
 
@@ -100,6 +98,33 @@ class PhaseClock:
                 clock._leave(phase, frame)
 
         return timed_function
+
+
+class TimedSteps:
+    """Awaits `coroutine`, adding the CPU of each of its steps (from a resumption to the
+    next suspension, what it awaits included) to `phase`: the time other tasks run while
+    it waits is theirs."""
+
+    def __init__(self, clock: PhaseClock, phase: str, coroutine) -> None:
+        self.clock, self.phase, self.coroutine = clock, phase, coroutine
+
+    def __await__(self):
+        sent, thrown = None, None
+        while True:
+            frame = self.clock._enter()
+            try:
+                if thrown is None:
+                    yielded = self.coroutine.send(sent)
+                else:
+                    yielded = self.coroutine.throw(thrown)
+            except StopIteration as stop:
+                return stop.value
+            finally:
+                self.clock._leave(self.phase, frame)
+            try:
+                sent, thrown = (yield yielded), None
+            except BaseException as error:  # noqa: BLE001 - handed to the coroutine
+                sent, thrown = None, error
 
 
 @contextmanager
