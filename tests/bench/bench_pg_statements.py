@@ -8,12 +8,15 @@ counting sink) drains them in this process. The server's CPU is the postmaster's
 backend's (``tests.support.cpu_split``); what the statements' execution does not explain
 is the per-statement protocol work, the commits and the server's own processes.
 
+``--schema-change FILE`` runs that file's SQL on the migrated database before the enqueue
+(an index or storage experiment: say, an index made partial or a table's fillfactor).
 ``--synchronous-commit off`` sets that for the drain's database, for a diagnosis only: it
 shows what the commits that wait for the disk cost. The worker's guarantees rest on them
 (the ``data_sent`` mark must be on disk before the body leaves).
 
     python -m tests.bench.bench_pg_statements                 # 3,000 messages
     python -m tests.bench.bench_pg_statements -n 2000 --synchronous-commit off
+    python -m tests.bench.bench_pg_statements --schema-change partial-indexes.sql
 """
 
 from __future__ import annotations
@@ -46,13 +49,18 @@ def dsn(cluster: pgcluster.Cluster, database: str) -> str:
     return f"host=127.0.0.1 port={cluster.port} user=postgres dbname={database}"
 
 
-def prepared_database(cluster: pgcluster.Cluster, synchronous_commit: str) -> tuple[str, str]:
-    """A migrated database with the statistics' extension: its URL and name."""
+def prepared_database(
+    cluster: pgcluster.Cluster, synchronous_commit: str, schema_change: str | None
+) -> tuple[str, str]:
+    """A migrated database with the statistics' extension (and `schema_change` made): its
+    URL and name."""
     url = database_url("postgresql", cluster, Path(tempfile.mkdtemp()), 1)
     name = url.rsplit("/", 1)[1]
     with psycopg.connect(dsn(cluster, name), autocommit=True) as connection:
         connection.execute("CREATE EXTENSION pg_stat_statements")
         connection.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = {synchronous_commit}')
+        if schema_change:
+            connection.execute(schema_change)
     return url, name
 
 
@@ -84,6 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--connections", type=int, default=4)
     parser.add_argument("--synchronous-commit", choices=["on", "off"], default="on")
     parser.add_argument("--statements", type=int, default=12, help="how many to list")
+    parser.add_argument("--schema-change", type=Path, help="SQL run before the enqueue")
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
 
@@ -92,7 +101,8 @@ def main(argv: list[str] | None = None) -> None:
     sink = SubprocessSMTPServer.start()
     meter = CpuMeter(sink_pid=sink.process.pid, postmaster_pid=postmaster_pid(cluster.data_dir))
     try:
-        url, name = prepared_database(cluster, args.synchronous_commit)
+        change = args.schema_change.read_text() if args.schema_change else None
+        url, name = prepared_database(cluster, args.synchronous_commit, change)
         with psycopg.connect(dsn(cluster, name), autocommit=True) as connection:
 
             def reset() -> None:
@@ -108,7 +118,8 @@ def main(argv: list[str] | None = None) -> None:
     executed = sum(exec_ms for _, exec_ms, _, _ in rows)
     print(
         f"N={args.messages} connections={args.connections} synchronous_commit="
-        f"{args.synchronous_commit}: {args.messages / seconds:.0f} msg/s; PostgreSQL CPU "
+        f"{args.synchronous_commit}{' with ' + args.schema_change.name if change else ''}: "
+        f"{args.messages / seconds:.0f} msg/s; PostgreSQL CPU "
         f"{1000 * server_cpu / args.messages:.3f} ms a message, of which statements "
         f"executing {executed / args.messages:.3f} ms"
     )
