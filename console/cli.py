@@ -140,9 +140,26 @@ def worker_command() -> None:
     worker_main()
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM ends the web server like Ctrl-C: waitress finishes the requests in flight."""
-    raise KeyboardInterrupt
+class _StopSignal:
+    """SIGTERM's and SIGINT's handler for `console serve`, set before anything starts: while
+    serve starts up, a stop is noted (the start-up finishes, then everything stops in order);
+    once the web server's loop runs, it ends the loop as Ctrl-C does (waitress finishes the
+    requests in flight)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.serving = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.requested = True
+        if self.serving:
+            raise KeyboardInterrupt
+
+    def serve(self, server) -> None:
+        """Run `server`'s loop unless a stop came during the start-up."""
+        self.serving = True  # first: a signal from here on ends the loop
+        if not self.requested:
+            server.run()
 
 
 @main.command("serve")
@@ -167,6 +184,9 @@ def serve_command(host: str, port: int) -> None:
     settings = _settings()
     check_database(settings.database_url)
     warn_if_process_key(settings.secret_key)
+    stop = _StopSignal()
+    signal.signal(signal.SIGTERM, stop)  # before the embedded worker ticks
+    signal.signal(signal.SIGINT, stop)
     embedded = start_embedded_worker(settings)
     app.extensions[SCHEDULER_EXTENSION] = embedded  # read by /healthz
     listener = pg_wakeup.listener_for(settings.database_url)  # wakes `embedded` via wakeup
@@ -178,10 +198,9 @@ def serve_command(host: str, port: int) -> None:
         app, host=host, port=port, max_request_body_size=most, **keep_forwarded
     )
 
-    signal.signal(signal.SIGTERM, _interrupt)
     try:
         click.echo(f"console on http://{host}:{server.effective_port} (embedded worker running)")
-        server.run()  # returns on SIGINT or SIGTERM, once the requests in flight are served
+        stop.serve(server)  # returns on SIGINT or SIGTERM, once the requests in flight are served
     except KeyboardInterrupt:
         # the signal came before waitress's loop, which catches it from then on: a stop all the same
         log.info("stopped before the web server's loop began")

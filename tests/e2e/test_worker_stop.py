@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -141,6 +142,55 @@ def test_console_serve_records_the_stop_of_its_embedded_worker(db_url, tmp_path)
         wait_for_beats(db_url, [serve])
         serve.send_signal(signal.SIGTERM)
         assert serve.wait(30) == 0
+    finally:
+        serve.kill()
+    row = heartbeats(db_url)[serve.pid]
+    assert row.stopped_at is not None and row.stopped_at >= row.last_tick_at
+
+
+# `console serve` whose ops jobs start only once its embedded worker has ticked, and that
+# is sent the signal named by its first argument just before: a stop while serve is still
+# starting up.
+SERVE_STOPPED_WHILE_STARTING = """
+import os, signal, sys, time
+from sqlalchemy import text
+import console.ops.jobs.schedule as schedule
+from console.store.database import make_engine
+
+start_ops_jobs = schedule.start_ops_jobs
+
+def start_once_ticked_then_stop(settings):
+    engine = make_engine(settings.database_url)
+    deadline = time.monotonic() + 30
+    beats = text("SELECT count(*) FROM worker_heartbeat WHERE pid = :pid")
+    with engine.connect() as connection:
+        while not connection.execute(beats, {"pid": os.getpid()}).scalar():
+            if time.monotonic() > deadline:
+                raise SystemExit("the embedded worker never ticked")
+            connection.rollback()
+            time.sleep(0.05)
+    engine.dispose()
+    os.kill(os.getpid(), getattr(signal, stop_signal))
+    return start_ops_jobs(settings)
+
+stop_signal = sys.argv[1]
+schedule.start_ops_jobs = start_once_ticked_then_stop
+from console.cli import main
+sys.argv = ["console", "serve", "--port", "0"]
+main()
+"""
+
+
+@pytest.mark.parametrize("stop_signal", ["SIGTERM", "SIGINT"])
+def test_a_stop_while_serve_starts_up_stops_it_and_records_the_stop(db_url, tmp_path, stop_signal):
+    with open(tmp_path / "serve.log", "ab") as log:
+        serve = subprocess.Popen(
+            [sys.executable, "-c", SERVE_STOPPED_WHILE_STARTING, stop_signal],
+            env=environment(db_url),
+            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        assert exit_status(serve, tmp_path) == 0, (tmp_path / "serve.log").read_text()[-3000:]
     finally:
         serve.kill()
     row = heartbeats(db_url)[serve.pid]
