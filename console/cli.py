@@ -178,6 +178,7 @@ def serve_command(host: str, port: int) -> None:
     from console.ops.jobs.schedule import start_ops_jobs
     from console.web.ops import SCHEDULER_EXTENSION
     from console.web.request_size import largest_body_bytes
+    from console.words.refusals import listen_refused
     from console.worker.running import start_embedded_worker
 
     app = current_app._get_current_object()  # type: ignore[attr-defined]
@@ -187,16 +188,19 @@ def serve_command(host: str, port: int) -> None:
     stop = _StopSignal()
     signal.signal(signal.SIGTERM, stop)  # before the embedded worker ticks
     signal.signal(signal.SIGINT, stop)
+    # waitress drops X-Forwarded-* unless told; the app's ProxyFix reads CONSOLE_TRUSTED_PROXIES
+    keep_forwarded = {"clear_untrusted_proxy_headers": False} if settings.trusted_proxies else {}
+    most = largest_body_bytes(settings)  # waitress stops reading a body no route would read
+    try:  # the port first: one that cannot be listened on starts nothing
+        server = waitress.create_server(
+            app, host=host, port=port, max_request_body_size=most, **keep_forwarded
+        )
+    except OSError as error:
+        raise click.ClickException(listen_refused("console", host, port, error, "--port")) from None
     embedded = start_embedded_worker(settings)
     app.extensions[SCHEDULER_EXTENSION] = embedded  # read by /healthz
     listener = pg_wakeup.listener_for(settings.database_url)  # wakes `embedded` via wakeup
     jobs = start_ops_jobs(settings)
-    # waitress drops X-Forwarded-* unless told; the app's ProxyFix reads CONSOLE_TRUSTED_PROXIES
-    keep_forwarded = {"clear_untrusted_proxy_headers": False} if settings.trusted_proxies else {}
-    most = largest_body_bytes(settings)  # waitress stops reading a body no route would read
-    server = waitress.create_server(
-        app, host=host, port=port, max_request_body_size=most, **keep_forwarded
-    )
 
     try:
         click.echo(f"console on http://{host}:{server.effective_port} (embedded worker running)")

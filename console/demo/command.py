@@ -16,7 +16,6 @@ bounded demo traffic queues a few case notices. Running it again reuses the data
 from __future__ import annotations
 
 import datetime as dt
-import errno
 import logging
 import os
 import secrets
@@ -47,6 +46,7 @@ from console.paths import instance_dir
 from console.store import schema_check
 from console.store.accounts import put_user
 from console.web.extensions import db
+from console.words.refusals import listen_refused
 
 # Quick retries so the demo shows retried, pending and dead mail within minutes;
 # an environment variable of the same name wins.
@@ -254,14 +254,6 @@ def _banner(
     click.echo("\n".join(lines))
 
 
-def _listen_refused(what: str, host: str, port: int, error: OSError, option: str) -> str:
-    """One line saying why `what` cannot listen on host:port, and what to do about it."""
-    if error.errno == errno.EADDRINUSE:
-        problem = f"the {what} port {port} on {host} is already in use"
-        return f"{problem}: stop what listens there or pass another {option}"
-    return f"the {what} cannot listen on {host}:{port}: {error.strerror or error}"
-
-
 def check_console_port(host: str, port: int) -> None:
     """Refuse early (ClickException) when the console's port cannot be listened on.
 
@@ -272,9 +264,7 @@ def check_console_port(host: str, port: int) -> None:
     try:
         socket.create_server((host, port), family=family).close()
     except OSError as error:
-        raise click.ClickException(
-            _listen_refused("console", host, port, error, "--port")
-        ) from None
+        raise click.ClickException(listen_refused("console", host, port, error, "--port")) from None
 
 
 def start_capture_server(
@@ -284,7 +274,7 @@ def start_capture_server(
     try:
         return DemoSMTPServer(port, on_message=on_message).start()
     except OSError as error:
-        refusal = _listen_refused("SMTP capture", "127.0.0.1", port, error, "--smtp-port")
+        refusal = listen_refused("SMTP capture", "127.0.0.1", port, error, "--smtp-port")
         raise click.ClickException(refusal) from None
 
 
@@ -323,14 +313,8 @@ def demo_command(
             with app.app_context():
                 from console.cli import serve_command
 
+                # a port taken between the check and the web server's bind: serve refuses it
                 ctx.invoke(serve_command, host=host, port=port)
-        except OSError as error:
-            if error.errno != errno.EADDRINUSE:
-                raise
-            # taken between the check and the web server's bind
-            raise click.ClickException(
-                _listen_refused("console", host, port, error, "--port")
-            ) from None
         finally:
             traffic.stop()
             activity.stop()

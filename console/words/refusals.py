@@ -9,6 +9,7 @@ the refusal (what a log line shows) all read these words.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -60,6 +61,14 @@ def said(error: Exception) -> str:
     if isinstance(error, Refusal):
         return sentence(error.reason, **error.facts)
     return str(error)
+
+
+def listen_refused(what: str, host: str, port: int, error: OSError, option: str) -> str:
+    """One line saying why `what` cannot listen on host:port, and what to do about it."""
+    if error.errno == errno.EADDRINUSE:
+        problem = f"the {what} port {port} on {host} is already in use"
+        return f"{problem}: stop what listens there or pass another {option}"
+    return f"the {what} cannot listen on {host}:{port}: {error.strerror or error}"
 
 
 def _one_of(roles: Sequence[str]) -> str:

@@ -12,6 +12,7 @@ import html
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -195,3 +196,17 @@ def test_a_stop_while_serve_starts_up_stops_it_and_records_the_stop(db_url, tmp_
         serve.kill()
     row = heartbeats(db_url)[serve.pid]
     assert row.stopped_at is not None and row.stopped_at >= row.last_tick_at
+
+
+def test_serve_on_a_taken_port_refuses_in_one_line_and_starts_no_worker(db_url, tmp_path):
+    with socket.create_server(("127.0.0.1", 0)) as occupant:
+        busy = occupant.getsockname()[1]
+        serve = start(db_url, tmp_path, "serve", "--port", str(busy))
+        status = exit_status(serve, tmp_path)
+    output = (tmp_path / "serve.log").read_text()
+    assert status == 1, output
+    assert output.splitlines() == [
+        f"Error: the console port {busy} on 127.0.0.1 is already in use: "
+        "stop what listens there or pass another --port"
+    ]
+    assert serve.pid not in heartbeats(db_url), "no worker was started"
