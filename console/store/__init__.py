@@ -3,12 +3,12 @@
 Callers (the worker, views, jobs, commands) never write SQL themselves; they call
 these functions by name. Outside this package and the send path's engines
 (``console.engine``, with the PostgreSQL LISTEN connection) SQL runs only where it
-belongs to no aggregate: the demo's seeding (``demo/seed``, ``demo/seeded_history``)
-and ``demo/casework``, which stands for an application
-querying its own tables. The send loop's queries shared by both databases are
-``claims`` (T1: the claim and the lease sweep) and ``records`` (T2's values), built
-from ``statements``; what differs by database is in ``console.engine``; the workers'
-heartbeats are in ``heartbeats``.
+belongs to no aggregate: the demo's seeding (``demo/seed``, ``demo/seeded_history``),
+``demo/casework``, which stands for an application querying its own tables, and
+``console drill``, which reads back its own scratch database. The send loop's
+statements on SQLite are built here (``claims``: T1 and the lease sweep; ``records``:
+T2's values; ``statements``); PostgreSQL's are plain SQL in ``console.engine``. The
+workers' heartbeats are in ``heartbeats``.
 
 The transaction rule:
 

@@ -222,8 +222,9 @@ class BatchClaimer:
         held_back: list[tuple[claims.Claim, dt.datetime]],
         now: dt.datetime,
     ) -> int:
-        """Give back what a stop left unsent (due now) and what a deferral held back (due at
-        its end), without counting an attempt; commit. Return how many went back."""
+        """Give back what a stop left unsent (due now) and what was held back (due at the
+        time given: a refused lane's wait, a deferred domain's intent its own due time),
+        without counting an attempt; commit. Return how many went back."""
         returned = [(claim, now) for claim in unsent] + held_back
         return await self._engine.give_back(returned, now) if returned else 0
 
