@@ -21,6 +21,11 @@ from console.worker.decisions import EligibilityError, EligibilityPolicy
 
 SETTLE_SECONDS = 15.0
 TWO_WORKERS_INTENTS = 8
+# The two-workers drill asks whether two live workers racing for one queue send each intent
+# once: its workers get a lease and a timeout no busy machine outlasts, so that no send is
+# taken back by the other worker's sweep (the drills of crashes and lost answers, which rest
+# on the short ones, drill that).
+RACE_TIMINGS = {"CONSOLE_LEASE_SECONDS": "120", "CONSOLE_SMTP_TIMEOUT_SECONDS": "60"}
 
 
 def same_key_twice(ctx: DrillContext) -> Iterator[Result]:
@@ -69,7 +74,7 @@ def two_workers(ctx: DrillContext) -> Iterator[Result]:
     """Two workers claiming the same queue at once: each intent sent once, one provider id."""
     started = time.monotonic()
     template = ctx.plain_template()
-    workers = [ctx.start_worker(), ctx.start_worker()]
+    workers = [ctx.start_worker(**RACE_TIMINGS), ctx.start_worker(**RACE_TIMINGS)]
     ids: list[int] = []
     try:  # both ticking and idle before the queue fills: their next polls race for it
         wait_for(lambda: all(ctx.ticked(w.pid) for w in workers), SETTLE_SECONDS)
