@@ -162,7 +162,9 @@ def make_worker(request, clock):
     """Build workers (``build_worker``) on this test's database and clock; close them after.
 
     ``make_worker(transport, **options)``: `session_factory` and `clock` may be given
-    to use others than this test's.
+    to use others than this test's. A worker on this test's clock has ``enqueue()`` stamp
+    intents with that clock too, so that one enqueued is due at the clock's reading however
+    slow the machine (with the real time, only while the clock's second of lead lasted).
     """
     from tests.support.workers import build_worker
 
@@ -170,6 +172,8 @@ def make_worker(request, clock):
 
     def make(transport, *, session_factory=None, **options):
         options.setdefault("clock", clock)
+        if options["clock"] is clock:
+            request.getfixturevalue("monkeypatch").setattr("console.outbox.utcnow", clock)
         factory = session_factory or request.getfixturevalue("session_factory")
         worker = build_worker(factory, transport, **options)
         workers.append(worker)

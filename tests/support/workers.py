@@ -25,8 +25,10 @@ class TestClock:
     """A settable clock: ``clock()`` returns the current aware-UTC instant.
 
     It starts one second after the real time of its creation and stays there until
-    told to move: ``enqueue`` stamps intents with the real time, so intents enqueued
-    once the clock exists are due at its first reading.
+    told to move. The ``clock`` fixture also makes ``enqueue()`` stamp intents with it,
+    so an intent enqueued in a test is due at the clock's reading however slow the
+    machine; one enqueued with the real time (a clock made outside the fixture) is due
+    only while that second of lead lasts.
     """
 
     __test__ = False  # a helper, not a test class for pytest to collect

@@ -424,20 +424,20 @@ def test_refused_credentials_are_a_transient_alert_not_the_recipients_fault(
 
 
 def test_an_enqueue_in_this_process_wakes_the_embedded_worker_at_once(
-    session_factory, smtp_server, make_smtp_worker
+    session_factory, smtp_server, make_worker
 ):
     import time
 
     from console.worker.running import EmbeddedWorker
 
-    worker = make_smtp_worker()
-    worker.clock = utcnow
+    transport = SmtpTransport(smtp_server.url, timeout_seconds=TIMEOUT_SECONDS)
+    worker = make_worker(transport, clock=utcnow)  # a thread of its own: the real time
     embedded = EmbeddedWorker(worker, poll_seconds=600).start()  # polling alone would wait 10 min
     try:
         deadline = time.monotonic() + 10
-        while embedded.runs == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)  # the first run happens at start
-        time.sleep(0.2)
+        while embedded.runs == 0 or embedded._busy.is_set():  # its first run, at start, over
+            assert time.monotonic() < deadline, "the first run did not end"
+            time.sleep(0.02)
         intent_id = add(session_factory, "login:1", "ada@example.com", LOGIN)  # commits: wakes
         while load(session_factory, intent_id)[0].status != SUBMITTED:
             assert time.monotonic() < deadline, "the enqueue did not wake the worker"
