@@ -22,7 +22,9 @@ from console.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-TOP_LEVEL = {path.name for path in ROOT.iterdir() if not path.name.startswith(".git")}
+# instance/ holds a deployment's own files, made at run time (a checkout that ran the demo
+# has one): the docs name its files as examples, never as the repository's
+TOP_LEVEL = {p.name for p in ROOT.iterdir() if not p.name.startswith(".git")} - {"instance"}
 PACKAGES = {path.name for path in (ROOT / "console").iterdir() if path.is_dir()}
 DATA_FILES = (".db", ".md", ".toml", ".json", ".pem", ".key", ".service")
 FILE_SUFFIXES = (".py", ".md", ".sh", ".html", ".txt", ".json", ".toml", ".sql", ".png")
