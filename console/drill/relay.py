@@ -27,7 +27,10 @@ from aiosmtpd.smtp import SMTP
 
 ACCEPT, STALL, HANGUP = "250", "stall", "hangup"
 STALL_SECONDS = 30.0  # longer than any client timeout the drill sets
-HOLD_SECONDS = 1.5  # the longest a recipient is held at RCPT (below the drill's SMTP timeout)
+# The longest a recipient is held at RCPT TO: the drill lets it go as soon as it has done
+# what it holds it for; this bound only ends a hold the drill never ended. The worker of
+# such a drill waits longer for RCPT's reply (crashes.HELD_TIMINGS).
+HOLD_SECONDS = 60.0
 _MESSAGE_ID = re.compile(rb"^Message-ID:[ \t]*(<[^>\r\n]*>)", re.IGNORECASE | re.MULTILINE)
 
 logging.getLogger("mail.log").setLevel(logging.WARNING)
