@@ -8,17 +8,13 @@ leave, and reported a failure the product did not have.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import pytest
 
-from console.config import load_settings
 from console.drill import crashes
-from console.drill.context import DrillContext
 from console.drill.relay import DrillRelay
-from console.drill.scratch import scratch_database
-from console.mail.catalog import catalog_for
+from tests.support.drill_contexts import scratch_drill
 
 pytestmark = pytest.mark.slow
 
@@ -33,14 +29,6 @@ def test_suppressed_before_body_holds_when_the_suppression_is_slow(tmp_path, mon
         return real_add(*args, **options)
 
     monkeypatch.setattr(crashes, "add_suppression", slow_add)
-    variables = {"CONSOLE_DATABASE_URL": "sqlite://", "CONSOLE_SECRET_KEY": "drill" * 8}
-    settings = load_settings({}, instance_path=tmp_path, overrides=variables)
-    with scratch_database(None, settings.secret_key) as (url, folder):
-        scratch = dataclasses.replace(settings, database_url=url)
-        with DrillRelay() as relay:
-            ctx = DrillContext(url, folder, relay, scratch, catalog_for(settings))
-            try:
-                (result,) = crashes.suppressed_before_body(ctx)
-            finally:
-                ctx.close()
+    with scratch_drill(tmp_path, DrillRelay()) as ctx:
+        (result,) = crashes.suppressed_before_body(ctx)
     assert result.passed, result.observed

@@ -10,19 +10,16 @@ than that lease if no sweep comes.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 
 import pytest
 from sqlalchemy import select
 
-from console.config import load_settings
 from console.drill import policies
 from console.drill.context import DrillContext, wait_for
 from console.drill.relay import DrillRelay, _Handler
-from console.drill.scratch import scratch_database
-from console.mail.catalog import catalog_for
 from console.models import Intent
 from console.vocabulary import AMBIGUOUS
+from tests.support.drill_contexts import scratch_drill
 
 pytestmark = pytest.mark.slow
 
@@ -52,17 +49,10 @@ class _SlowFirstReplyRelay(DrillRelay):
 
 
 def test_two_workers_drill_holds_when_a_send_outlasts_the_drills_lease(tmp_path):
-    variables = {"CONSOLE_DATABASE_URL": "sqlite://", "CONSOLE_SECRET_KEY": "drill" * 8}
-    settings = load_settings({}, instance_path=tmp_path, overrides=variables)
-    with scratch_database(None, settings.secret_key) as (url, folder):
-        scratch = dataclasses.replace(settings, database_url=url)
-        with _SlowFirstReplyRelay() as relay:
-            ctx = DrillContext(url, folder, relay, scratch, catalog_for(settings))
-            relay.handler.release = lambda: _any_ambiguous(ctx)
-            try:
-                (result,) = policies.two_workers(ctx)
-            finally:
-                ctx.close()
+    relay = _SlowFirstReplyRelay()
+    with scratch_drill(tmp_path, relay) as ctx:
+        relay.handler.release = lambda: _any_ambiguous(ctx)
+        (result,) = policies.two_workers(ctx)
     assert result.passed, result.observed
     assert "8 of 8 submitted" in result.observed
 
